@@ -1,0 +1,41 @@
+"""One hierarchy for everything agentgym raises::
+
+    AgentgymError
+    ├── ToolError           a tool failed in a way the model should read and may recover from
+    ├── EnvError            an environment was misused or misconfigured (unknown id, step before reset)
+    ├── SandboxError        a sandbox could not be created, died, or broke its protocol
+    │   └── SandboxTimeout  a command or the sandbox's wall-time limit ran out
+    ├── PolicyError         a policy could not produce an action (API error after retries)
+    └── DataError           task data is missing or malformed
+
+``ToolError`` goes back to the model as a tool observation; everything else ends the episode as a
+recorded failure with its reason, and never the batch.
+"""
+
+
+class AgentgymError(Exception):
+    """Base of every error agentgym raises on purpose."""
+
+
+class ToolError(AgentgymError):
+    """Raise inside a tool to send the message back to the model as the tool's result."""
+
+
+class EnvError(AgentgymError):
+    """An environment was misused or could not be built."""
+
+
+class SandboxError(AgentgymError):
+    """A sandbox could not be created, crashed, or broke the agent protocol."""
+
+
+class SandboxTimeout(SandboxError):
+    """A command, or the sandbox's whole wall-time budget, ran out."""
+
+
+class PolicyError(AgentgymError):
+    """A policy could not produce an action, even after retries."""
+
+
+class DataError(AgentgymError):
+    """Task data is missing, unreadable or malformed."""

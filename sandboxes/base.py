@@ -1,0 +1,101 @@
+"""The sandbox contract every backend meets, and the warm pool that hands sandboxes out.
+
+A sandbox runs untrusted code with no network, bounded CPU, memory, processes, disk, wall time and
+output, and sees nothing of the host but what a task writes into it. Every backend starts the same
+in-sandbox agent (``agent/agent.py``, stdlib only) and speaks one framed protocol to it, so every
+backend has the same semantics and passes the same conformance suite (``tests/sandboxes``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Limits(BaseModel):
+    """What untrusted code may use. Every backend honours every field.
+
+    Attributes:
+        cpus: CPU cores (a fraction is allowed).
+        memory_mb: Memory, including files written to the sandbox's tmpfs.
+        pids: Processes and threads at once.
+        disk_mb: Space for files the code writes (``/tmp`` and the working directory).
+        wall_seconds: Lifetime of the sandbox; after it the sandbox is killed.
+        exec_timeout: Default time limit for one ``exec`` or ``run_python`` call.
+        output_bytes: Output kept per call (stdout and stderr each); the rest is dropped and
+            the result is marked ``truncated``.
+        network: Allow network access (off by default; Docker backend only).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    cpus: float = 1.0
+    memory_mb: int = 512
+    pids: int = 128
+    disk_mb: int = 256
+    wall_seconds: float = 1800.0
+    exec_timeout: float = 30.0
+    output_bytes: int = 65536
+    network: bool = False
+
+
+class ExecResult(BaseModel):
+    """The result of a shell command."""
+
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    truncated: bool = False
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+class PythonResult(BaseModel):
+    """The result of running code in the sandbox's persistent Python session.
+
+    ``output`` is what the code printed (stdout then stderr); ``error`` is the traceback of an
+    uncaught exception. ``restarted`` is true when the session had to be restarted (it timed out or
+    died), so variables from earlier calls are gone.
+    """
+
+    output: str = ""
+    error: str | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    restarted: bool = False
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """An isolated place to run untrusted code. All methods are async; ``close`` is idempotent."""
+
+    id: str
+    limits: Limits
+
+    async def exec(self, cmd: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        """Run a shell command (``/bin/sh -c``) and wait for it, up to ``timeout`` seconds."""
+        ...
+
+    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:
+        """Run code in the persistent Python session; state carries over between calls."""
+        ...
+
+    async def read_file(self, path: str) -> bytes:
+        """Read a file inside the sandbox."""
+        ...
+
+    async def write_file(self, path: str, data: bytes | str) -> None:
+        """Write a file inside the sandbox, creating parent directories."""
+        ...
+
+    async def is_alive(self) -> bool:
+        """Whether the sandbox still answers; never raises."""
+        ...
+
+    async def close(self) -> None:
+        """Stop and remove the sandbox; later calls do nothing."""
+        ...
