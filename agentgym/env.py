@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentgym.errors import EnvError, ToolError
 from agentgym.parsing import ParsedCall, parse_tool_calls
 from agentgym.tools import ToolFunction, collect_tools
 from agentgym.types import Message, Reward, StepResult, Task, ToolErrorKind, ToolSpec, Trajectory, Turn
+
+if TYPE_CHECKING:
+    from agentgym.policies.base import Policy
 
 
 class ToolResult:
@@ -204,6 +207,15 @@ class Env:
     def system_prompt(self, task: Task) -> str | None:
         """The system prompt for ``task`` when the task carries none."""
         return None
+
+    @classmethod
+    def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
+        """Named scripted policies for this env, e.g. ``{"reference": ..., "baseline": ...}``.
+
+        ``agentgym eval ENV --model reference`` looks here before treating the name as a litellm model,
+        so every environment can ship a no-key end-to-end check of itself.
+        """
+        return {}
 
     def answer_from_text(self, text: str) -> str:
         """The final answer in a plain-text reply (used when the model ends without a final tool)."""
