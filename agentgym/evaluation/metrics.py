@@ -1,0 +1,126 @@
+"""Summary statistics of a set of trajectories: success with a confidence interval, costs, failures."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agentgym.types import Trajectory
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95 % Wilson score interval for a success rate: sensible at 0/n and n/n, unlike the normal one."""
+    if n == 0:
+        return 0.0, 0.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples with ``c`` correct (Chen et al., 2021)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+class Summary(BaseModel):
+    """What an evaluation run printed and saved."""
+
+    env: str
+    policy: str
+    episodes: int
+    successes: int
+    success_rate: float
+    success_ci95: tuple[float, float]
+    mean_reward: float
+    mean_turns: float
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    retries: int
+    tool_errors: dict[str, int]
+    outcomes: dict[str, int]
+    failures: dict[str, int] = Field(default_factory=dict)
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    pass_at_k: dict[str, float] = Field(default_factory=dict)
+    sandbox_seconds: float
+    wall_seconds: float = 0.0
+    episodes_per_second: float = 0.0
+
+    def table(self) -> str:
+        lo, hi = self.success_ci95
+        rows: list[tuple[str, Any]] = [
+            ("env", self.env),
+            ("policy", self.policy),
+            ("episodes", self.episodes),
+            ("success", f"{self.successes}/{self.episodes} = {self.success_rate:.1%}  (95% CI {lo:.1%}–{hi:.1%})"),
+            ("mean reward", f"{self.mean_reward:.4f}"),
+            ("mean turns", f"{self.mean_turns:.2f}"),
+            ("tokens", f"{self.prompt_tokens} prompt + {self.completion_tokens} completion"),
+            ("cost", f"${self.cost_usd:.4f}"),
+            ("retries", self.retries),
+            ("outcomes", _fmt(self.outcomes)),
+            ("tool errors", _fmt(self.tool_errors) or "none"),
+            ("sandbox seconds", f"{self.sandbox_seconds:.1f}"),
+            ("wall seconds", f"{self.wall_seconds:.1f}  ({self.episodes_per_second:.2f} episodes/s)"),
+        ]
+        rows += [(f"pass@{k}", f"{v:.1%}") for k, v in self.pass_at_k.items()]
+        rows += [(f"reward[{k}]", f"{v:.4f}") for k, v in self.reward_components.items()]
+        if self.failures:
+            rows.append(("failures", "; ".join(f"{n}× {r}" for r, n in self.failures.items())))
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _fmt(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+
+
+def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall_seconds: float = 0.0) -> Summary:
+    """Aggregate trajectories into a :class:`Summary`."""
+    n = len(trajectories)
+    successes = sum(t.success for t in trajectories)
+    tool_errors: Counter[str] = Counter()
+    components: dict[str, list[float]] = {}
+    for t in trajectories:
+        tool_errors.update(t.tool_errors)
+        for name, value in t.reward_components.items():
+            components.setdefault(name, []).append(value)
+    by_task: dict[str, list[bool]] = {}
+    for t in trajectories:
+        by_task.setdefault(t.task_id, []).append(t.success)
+    samples = min((len(v) for v in by_task.values()), default=0)
+    passk = {}
+    for k in (1, 5, 10):
+        if samples >= k > 1 or (k == 1 and samples > 1):
+            passk[str(k)] = sum(pass_at_k(len(v), sum(v), k) for v in by_task.values()) / len(by_task)
+    failures = Counter((t.failure or "").splitlines()[0][:120] for t in trajectories if t.failure)
+    return Summary(
+        env=env,
+        policy=policy,
+        episodes=n,
+        successes=successes,
+        success_rate=successes / n if n else 0.0,
+        success_ci95=wilson_interval(successes, n),
+        mean_reward=sum(t.reward for t in trajectories) / n if n else 0.0,
+        mean_turns=sum(len(t.turns) for t in trajectories) / n if n else 0.0,
+        prompt_tokens=sum(t.usage.prompt_tokens for t in trajectories),
+        completion_tokens=sum(t.usage.completion_tokens for t in trajectories),
+        cost_usd=sum(t.usage.cost_usd for t in trajectories),
+        retries=sum(t.usage.retries for t in trajectories),
+        tool_errors=dict(tool_errors),
+        outcomes=dict(Counter(t.outcome for t in trajectories)),
+        failures=dict(failures.most_common(5)),
+        reward_components={k: sum(v) / len(v) for k, v in components.items()},
+        pass_at_k=passk,
+        sandbox_seconds=sum(t.sandbox_seconds for t in trajectories),
+        wall_seconds=wall_seconds,
+        episodes_per_second=n / wall_seconds if wall_seconds else 0.0,
+    )

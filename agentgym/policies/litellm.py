@@ -1,0 +1,166 @@
+"""A policy backed by any hosted model litellm can reach, with retries, a concurrency cap and accounting.
+
+litellm is imported on first use (its import takes seconds and, unless told otherwise, fetches a
+price map from the internet: we default ``LITELLM_LOCAL_MODEL_COST_MAP=True``). litellm's own retries
+are turned off so that tenacity owns the policy: exponential backoff with jitter on 429, 5xx,
+connection errors and timeouts, honouring ``Retry-After`` when the server sends one. Each retry is
+counted in the reply's ``Usage.retries``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from agentgym.errors import PolicyError
+from agentgym.policies.base import Reply
+from agentgym.types import Message, Task, ToolCall, ToolSpec, Usage
+
+RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Rate limits, server errors, dropped connections and timeouts are worth another try."""
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRYABLE_STATUS
+    name = type(error).__name__
+    return name in {"APIConnectionError", "Timeout", "APITimeoutError", "ServiceUnavailableError",
+                    "InternalServerError", "RateLimitError", "BadGatewayError"}
+
+
+def _retry_after(error: BaseException | None) -> float | None:
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class LiteLLMPolicy:
+    """Calls a chat model through ``litellm.acompletion``; the model string picks the provider.
+
+    ``openai/gpt-4o-mini``, ``anthropic/claude-3-5-haiku-latest``, ``gemini/gemini-2.0-flash``...
+    keys come from the provider's usual environment variable (``OPENAI_API_KEY``...), or ``api_key``.
+
+    Args:
+        model: A litellm model string.
+        api_base: Another endpoint for the provider (an OpenAI-compatible server, a proxy).
+        api_key: The key, when not in the environment.
+        temperature: Sampling temperature.
+        max_tokens: Cap on completion tokens per call.
+        timeout: Seconds to wait for one response before retrying.
+        max_attempts: Calls per turn before giving up with :class:`~agentgym.errors.PolicyError`.
+        concurrency: Calls in flight at once, across every episode that shares this policy.
+        backoff: First retry delay in seconds (doubles each time, with jitter, up to ``backoff_max``).
+        backoff_max: Longest delay between retries.
+        extra: Further keyword arguments for ``litellm.acompletion`` (``top_p``, ``seed``...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 120.0,
+        max_attempts: int = 8,
+        concurrency: int = 32,
+        backoff: float = 1.0,
+        backoff_max: float = 60.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.api_base = api_base
+        self.api_key = api_key
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+        self.extra = dict(extra or {})
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._wait = wait_exponential_jitter(initial=backoff, max=backoff_max)
+
+    def _wait_for(self, state: RetryCallState) -> float:
+        backoff = self._wait(state)
+        hinted = _retry_after(state.outcome.exception() if state.outcome else None)
+        return min(max(backoff, hinted or 0.0), self.backoff_max)
+
+    async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
+        litellm = _litellm()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in messages],
+            "temperature": self.temperature,
+            "timeout": self.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+            **self.extra,
+        }
+        if tools:
+            kwargs["tools"] = [t.to_openai() for t in tools]
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        retries = 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.max_attempts),
+                wait=self._wait_for,
+                retry=retry_if_exception(is_retryable),
+                reraise=True,
+            ):
+                with attempt:
+                    retries = attempt.retry_state.attempt_number - 1
+                    async with self._semaphore:
+                        response = await asyncio.wait_for(litellm.acompletion(**kwargs), self.timeout + 5)
+        except Exception as e:
+            what = f"{type(e).__name__}: {e}".strip()
+            raise PolicyError(f"{self.model}: {what[:500]} (after {retries + 1} attempt(s))") from e
+        return Reply(message=_to_message(response), usage=_usage(litellm, response, retries))
+
+
+def _to_message(response: Any) -> Message:
+    choice = response.choices[0].message
+    calls = [
+        ToolCall(id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or "{}")
+        for i, c in enumerate(getattr(choice, "tool_calls", None) or [])
+    ]
+    return Message(role="assistant", content=choice.content, tool_calls=calls)
+
+
+def _usage(litellm: Any, response: Any, retries: int) -> Usage:
+    usage = getattr(response, "usage", None)
+    try:
+        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # unknown models have no price: report tokens, cost 0
+        cost = 0.0
+    return Usage(
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cost_usd=cost,
+        retries=retries,
+    )

@@ -1,0 +1,148 @@
+"""The code-interpreter environment: a persistent Python session in a sandbox, then a submission."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentgym.env import Env
+from agentgym.errors import ToolError
+from agentgym.policies.base import Policy
+from agentgym.tools import tool
+from agentgym.types import Reward, Task
+
+from .policies import PromptBaseline, ReferenceSolution
+from .tasks import load_tasks
+
+FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+VERIFY_TIMEOUT = 20.0
+
+
+@cache
+def _humaneval() -> tuple[Task, ...]:
+    return tuple(load_tasks())
+
+
+def _prompt_imports(prompt: str) -> str:
+    """The import lines of a HumanEval prompt, run before a submission that forgot them."""
+    return "\n".join(line for line in prompt.splitlines() if line.startswith(("import ", "from ")))
+
+
+class CodeEnv(Env):
+    """Write a Python function: try code in a persistent session, then submit the function.
+
+    Tasks are HumanEval's 164 problems by default, or any JSONL file with the same fields
+    (``CodeEnv(tasks_path=...)``). The verifier runs the task's tests against the submission in a
+    fresh sandbox under the same limits; the reward is 1 when every test passes, else 0, and
+    ``trajectory.info["tests"]`` lists each test with its result.
+    """
+
+    max_turns = 8
+    sandbox_image = "python"
+
+    def __init__(self, *, tasks_path: str | Path | None = None, **kwargs: Any) -> None:
+        """
+        Args:
+            tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
+            **kwargs: ``max_turns`` and ``sandbox``, as for :class:`~agentgym.env.Env`.
+        """
+        super().__init__(**kwargs)
+        self.tasks_path = tasks_path
+
+    def tasks(self) -> Sequence[Task]:
+        return load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+
+    def system_prompt(self, task: Task) -> str:
+        return "You are an expert Python programmer. Use the tools to test your code before submitting."
+
+    @tool
+    async def python(self, code: str) -> str:
+        """Run Python code in a persistent session and return what it printed.
+
+        Variables, functions and imports stay defined between calls.
+
+        Args:
+            code: The Python source to run.
+        """
+        result = await self.sandbox.run_python(code)
+        parts = [result.output]
+        if result.error:
+            parts.append(result.error)
+        if result.truncated:
+            parts.append("[output truncated]")
+        if result.timed_out:
+            parts.append("[timed out: the session was restarted and earlier variables are gone]")
+        elif result.restarted:
+            parts.append("[the session crashed and was restarted; earlier variables are gone]")
+        return "\n".join(p for p in parts if p) or "(no output)"
+
+    @tool(final=True)
+    async def submit(self, code: str) -> str:
+        """Submit your solution and end the episode.
+
+        Args:
+            code: The complete function definition, with its signature and any imports it needs.
+        """
+        if not code.strip():
+            raise ToolError("the submission is empty")
+        self.final_answer = code
+        return "Submitted."
+
+    def answer_from_text(self, text: str) -> str:
+        blocks = FENCED_CODE.findall(text)
+        return blocks[-1] if blocks else text
+
+    async def score(self) -> Reward:
+        assert self.task is not None
+        if not self.final_answer:
+            return Reward(value=0.0, info={"tests": [], "verifier": "no submission"})
+        report = await self.run_tests(self.task, self.final_answer)
+        passed = bool(report.get("loaded")) and report["total"] > 0 and report["passed"] == report["total"]
+        return Reward(
+            value=1.0 if passed else 0.0,
+            components={"tests_passed_fraction": report["passed"] / report["total"] if report.get("total") else 0.0},
+            info={"tests": report.get("tests", []), "verifier": report.get("error") or "ok"},
+        )
+
+    async def run_tests(self, task: Task, solution: str) -> dict[str, Any]:
+        """Run ``task``'s tests on ``solution`` in a fresh sandbox; return the harness's report."""
+        from agentgym.sandboxes import acquire
+
+        nonce = secrets.token_hex(16)
+        job = {
+            "nonce": nonce,
+            "prelude": _prompt_imports(task.data["prompt"]),
+            "solution": solution,
+            "prompt": task.data["prompt"],
+            "test": task.data["test"],
+            "entry_point": task.data["entry_point"],
+        }
+        sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image)
+        try:
+            await sandbox.write_file("/tmp/harness.py", _harness_source())
+            await sandbox.write_file("/tmp/job.json", json.dumps(job))
+            result = await sandbox.exec("python3 /tmp/harness.py /tmp/job.json", timeout=VERIFY_TIMEOUT)
+        finally:
+            await sandbox.close()
+        for line in reversed(result.stdout.splitlines()):
+            if line.startswith(nonce):
+                return json.loads(line[len(nonce):])
+        reason = "timed out" if result.timed_out else f"exited with code {result.exit_code} before reporting"
+        tail = (result.stderr or result.stdout)[-500:]
+        return {"loaded": False, "error": f"tests did not finish: {reason}\n{tail}".strip(),
+                "tests": [], "passed": 0, "total": 0}
+
+    @classmethod
+    def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
+        return {"reference": ReferenceSolution, "baseline": PromptBaseline}
+
+
+@cache
+def _harness_source() -> str:
+    return resources.files(__package__).joinpath("harness.py").read_text()

