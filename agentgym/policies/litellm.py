@@ -99,7 +99,7 @@ class LiteLLMPolicy:
         self.backoff_max = backoff_max
         self.extra = dict(extra or {})
         self._semaphore = asyncio.Semaphore(concurrency)
-        self._wait = wait_exponential_jitter(initial=backoff, max=backoff_max)
+        self._wait = wait_exponential_jitter(multiplier=backoff, max=backoff_max, jitter=backoff)
 
     def _wait_for(self, state: RetryCallState) -> float:
         backoff = self._wait(state)
