@@ -2,10 +2,16 @@
 
 from agentgym.registry import register
 
+DATA_FETCHERS: dict[str, str] = {
+    "search": "agentgym.envs.search.data:fetch",
+}
+"""``agentgym data fetch NAME``: each name's ``module:function(force: bool = False) -> Path``."""
+
 
 def register_builtin() -> None:
     """Register the built-in environments (called through the ``agentgym.envs`` entry point)."""
     register("code", "agentgym.envs.code.env:CodeEnv")
+    register("search", "agentgym.envs.search.env:SearchEnv")
 
 
 register_builtin()

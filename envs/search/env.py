@@ -1,0 +1,213 @@
+"""The search environment: answer a question by searching, reading pages, and giving a short answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from agentgym.envs.search.backend import SearchBackend, SearchResult
+from agentgym.envs.search.cache import CacheMode, RecordReplay
+from agentgym.envs.search.data import SPLITS, load_corpus
+from agentgym.envs.search.verify import normalize_answer, score_answer
+
+from agentgym.env import Env, ToolResult
+from agentgym.errors import EnvError, ToolError
+from agentgym.tools import tool
+from agentgym.types import Reward, Task
+
+if TYPE_CHECKING:
+    from agentgym.policies.base import Policy
+
+SYSTEM_PROMPT = (
+    "Answer the user's question. Use `search` to find documents and `open` to read one, then call "
+    "`answer` with the shortest exact span from a document that answers it (a name, a number, a short "
+    "phrase), not a sentence."
+)
+MAX_K = 20
+
+
+@lru_cache(maxsize=len(SPLITS) + 1)
+def corpus_tasks(split: str) -> tuple[Task, ...]:
+    """The questions of one split (or ``"all"``) as tasks; shared by every env in the process."""
+    return tuple(
+        Task(id=f"{q.split}/{q.id}", prompt=q.question,
+             data={"answers": list(q.answers), "paragraph_ids": [q.paragraph_id], "split": q.split})
+        for q in load_corpus().questions if split in ("all", q.split)
+    )
+
+
+def make_backend(name: str) -> SearchBackend:
+    """A backend by name: ``local``, ``tavily``, ``brave``, ``serper``, ``searxng``, ``simulated:MODEL``."""
+    if name == "local":
+        from agentgym.envs.search.local import LocalSearch
+
+        return LocalSearch()
+    if name.startswith("simulated:"):
+        from agentgym.envs.search.simulated import SimulatedSearch
+
+        return SimulatedSearch(name.partition(":")[2])
+    from agentgym.envs.search.providers import PROVIDERS
+
+    if name not in PROVIDERS:
+        choices = ", ".join(["local", *PROVIDERS, "simulated:MODEL"])
+        raise EnvError(f"unknown search backend {name!r}: use one of {choices}")
+    return PROVIDERS[name]()
+
+
+class SearchEnv(Env):
+    """Open-domain question answering with a search engine (SQuAD v1.1 dev and SQuADShifts).
+
+    The model searches, opens results page by page, and calls ``answer``. The outcome reward is the
+    SQuAD token F1 against every gold answer (``metric="em"`` for exact match); both are reported
+    as components. Two optional turn rewards shape the search itself: ``hit_reward`` the first time a
+    gold paragraph shows up in the results (for web backends, whose results cannot be matched to
+    paragraphs, the first time a gold answer shows up in a snippet), and ``-repeat_penalty`` for a
+    query the episode already ran. Whether each search hit or repeated is always in the turn's info.
+
+    Args:
+        split: Which questions :meth:`tasks` offers: ``"all"`` or one of squad, new_wiki, nyt,
+            reddit, amazon. The searched corpus is always the whole one.
+        backend: A :class:`SearchBackend`, or a name for :func:`make_backend` (default ``"local"``).
+        cache: A JSONL file to record results into and replay them from (see :class:`RecordReplay`).
+        cache_mode: ``"auto"`` (replay what is there, record the rest), ``"record"`` or ``"replay"``.
+        metric: Which score is the outcome reward.
+        hit_reward: Turn reward for the first search that retrieves gold evidence.
+        repeat_penalty: Subtracted from the turn reward for each repeated query.
+        page_chars: Characters per page of ``open``.
+    """
+
+    max_turns = 8
+    sandbox_image = None
+
+    def __init__(
+        self,
+        *,
+        split: str = "all",
+        backend: SearchBackend | str = "local",
+        cache: str | Path | None = None,
+        cache_mode: CacheMode = "auto",
+        metric: Literal["f1", "em"] = "f1",
+        hit_reward: float = 0.0,
+        repeat_penalty: float = 0.0,
+        page_chars: int = 2000,
+        max_turns: int | None = None,
+    ) -> None:
+        super().__init__(max_turns=max_turns, sandbox=None)
+        if split != "all" and split not in SPLITS:
+            raise EnvError(f"unknown split {split!r}: use all, {', '.join(SPLITS)}")
+        if page_chars < 200:
+            raise EnvError("page_chars must be at least 200")
+        self.split = split
+        engine = make_backend(backend) if isinstance(backend, str) else backend
+        self.backend: SearchBackend = (RecordReplay(engine, cache, mode=cache_mode) if cache is not None
+                                       else engine)
+        self.metric = metric
+        self.hit_reward = hit_reward
+        self.repeat_penalty = repeat_penalty
+        self.page_chars = page_chars
+        self._queries: set[str] = set()
+        self._hit = False
+
+    def tasks(self) -> Sequence[Task]:
+        return corpus_tasks(self.split)
+
+    def system_prompt(self, task: Task) -> str:
+        return SYSTEM_PROMPT
+
+    async def setup(self, task: Task) -> None:
+        self._queries, self._hit = set(), False
+
+    async def teardown(self) -> None:
+        await self.backend.close()
+
+    @classmethod
+    def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
+        from agentgym.envs.search.policies import BaselinePolicy, ReferencePolicy
+
+        return {"reference": ReferencePolicy, "baseline": BaselinePolicy}
+
+    # ----------------------------------------------------------------- tools
+    @tool
+    async def search(self, query: str, k: int = 5) -> ToolResult:
+        """Search the document collection; returns JSON with ranked results (id, title, snippet, score).
+
+        Args:
+            query: What to look for, in words.
+            k: How many results to return, 1 to 20.
+        """
+        if not query.strip():
+            raise ToolError("query is empty")
+        if not 1 <= k <= MAX_K:
+            raise ToolError(f"k must be between 1 and {MAX_K}")
+        results = await self.backend.search(query, k)
+        key = " ".join(query.lower().split())
+        repeated = key in self._queries
+        self._queries.add(key)
+        hit = self._is_hit(results)
+        reward = -self.repeat_penalty if repeated else 0.0
+        if hit and not self._hit:
+            reward += self.hit_reward
+        self._hit = self._hit or hit
+        listing = [r.model_dump(exclude_none=True) for r in results]
+        content = json.dumps({"query": query, "results": listing}, ensure_ascii=False)
+        return ToolResult(content, reward=reward, info={"retrieval_hit": hit, "repeated_query": repeated})
+
+    @tool
+    async def open(self, id_or_url: str, page: int = 1) -> str:
+        """Read a search result: its title and text, one page at a time.
+
+        Args:
+            id_or_url: A result's ``id`` from search (a URL for web results).
+            page: Which page to read, from 1; the header says how many there are.
+        """
+        document = await self.backend.open(id_or_url)
+        pages = paginate(document.text, self.page_chars)
+        if not 1 <= page <= len(pages):
+            raise ToolError(f"page {page} does not exist: {document.id} has {len(pages)} page(s)")
+        where = document.url or document.id
+        return f"{document.title}\n{where} (page {page} of {len(pages)})\n\n{pages[page - 1]}"
+
+    @tool(final=True)
+    async def answer(self, answer: str) -> str:
+        """Give the final answer and end the episode.
+
+        Args:
+            answer: The shortest exact span that answers the question.
+        """
+        return answer
+
+    # ----------------------------------------------------------------- scoring
+    async def score(self) -> Reward:
+        assert self.task is not None
+        golds = self.task.data.get("answers", [])
+        em, f1 = score_answer(self.final_answer or "", golds)
+        return Reward(value=f1 if self.metric == "f1" else em, components={"em": em, "f1": f1},
+                      info={"answer": self.final_answer, "gold_answers": golds, "retrieval_hit": self._hit})
+
+    def _is_hit(self, results: list[SearchResult]) -> bool:
+        assert self.task is not None
+        gold_ids = set(self.task.data.get("paragraph_ids", []))
+        if any(r.id in gold_ids for r in results):
+            return True
+        if self.backend.name == "local":
+            return False
+        golds = [normalize_answer(a) for a in self.task.data.get("answers", [])]
+        snippets = [normalize_answer(f"{r.title} {r.snippet}") for r in results]
+        return any(g and g in s for g in golds for s in snippets)
+
+
+def paginate(text: str, size: int) -> list[str]:
+    """Split ``text`` into pages of at most ``size`` characters, breaking at whitespace."""
+    pages: list[str] = []
+    text = text.strip()
+    while len(text) > size:
+        cut = text.rfind(" ", 0, size)
+        cut = cut if cut > size // 2 else size
+        pages.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    pages.append(text)
+    return pages
+
