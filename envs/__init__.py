@@ -11,6 +11,7 @@ DATA_FETCHERS: dict[str, str] = {
 def register_builtin() -> None:
     """Register the built-in environments (called through the ``agentgym.envs`` entry point)."""
     register("code", "agentgym.envs.code.env:CodeEnv")
+    register("toy", "agentgym.envs.toy.env:ColourEnv")
     register("search", "agentgym.envs.search.env:SearchEnv")
 
 

@@ -1,0 +1,41 @@
+"""One background event loop per process, where every adapted env lives.
+
+TRL's ``environment_factory`` interface is synchronous (``reset``, tools and ``get_reward`` are plain
+calls from the trainer's thread) while agentgym envs are async and may hold loop-bound resources
+(sandbox connections, HTTP sessions). Running each coroutine with ``asyncio.run`` would give every
+call a new loop and break those resources, so all env coroutines run on one long-lived loop in a
+daemon thread, and sync callers block on the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+
+def _ensure_loop() -> asyncio.AbstractEventLoop:
+    global _loop, _thread
+    with _lock:
+        if _loop is None or _thread is None or not _thread.is_alive():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="agentgym-trl-envs", daemon=True)
+            thread.start()
+            _loop, _thread = loop, thread
+        return _loop
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on the env loop and wait for its result, from any thread but the loop's own."""
+    loop = _ensure_loop()
+    if threading.current_thread() is _thread:
+        coro.close()
+        raise RuntimeError("agentgym.trl: a sync env call from inside the env loop would deadlock")
+    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)

@@ -1,0 +1,174 @@
+"""The ``environment_factory`` path: TRL owns the loop and calls an agentgym env's tools as methods.
+
+TRL (>= 1.16) builds one environment object per rollout with a no-argument factory, calls
+``reset(**row)`` with the dataset row, discovers tools as the public functions of the object's
+*class* (``inspect.getmembers(type(env), inspect.isfunction)``, reading signatures and Google-style
+docstrings), and calls ``get_reward()`` when the rollout ends, logging it as ``rewards/<ClassName>``.
+:func:`environment_class` generates such a class for any agentgym env: one method per tool, with the
+tool's parameters and docstring, each running one ``env.step`` on the process's env loop, so turn
+rewards, argument validation and error observations behave exactly as in evaluation.
+
+    spec = environment_spec("toy")
+    trainer = GRPOTrainer(model, args=config, processing_class=tokenizer, **spec.trainer_kwargs())
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, get_type_hints
+
+from agentgym.env import Env
+from agentgym.errors import EnvError
+from agentgym.registry import env_class, make
+from agentgym.tools import ToolFunction
+from agentgym.trl import _loop
+from agentgym.trl._episode import finish
+from agentgym.types import Message, Task, ToolCall
+
+TASK_COLUMN = "agentgym_task"
+"""Dataset column holding each row's :class:`~agentgym.types.Task` as JSON."""
+
+EnvSource = str | type[Env] | Callable[[], Env]
+"""A registered env id, an ``Env`` subclass, or a no-argument callable returning a fresh env."""
+
+
+def env_factory(source: EnvSource) -> tuple[type[Env], Callable[[], Env]]:
+    """The env class behind ``source`` and a no-argument function building a fresh env."""
+    if isinstance(source, str):
+        return env_class(source), lambda: make(source)
+    if isinstance(source, type) and issubclass(source, Env):
+        return source, source
+    probe = source()
+    if not isinstance(probe, Env):
+        raise EnvError(f"{source!r} must return an agentgym Env, got {type(probe).__name__}")
+    return type(probe), source
+
+
+def observation_text(messages: Sequence[Message]) -> str:
+    """The text of an env's answer (images are left out: TRL's tool messages carry text)."""
+    return "\n".join(m.text for m in messages)
+
+
+class AgentgymEnvironment:
+    """Base of the classes :func:`environment_class` generates; one instance serves many rollouts.
+
+    Attributes:
+        env: The agentgym env this object drives.
+        done: The episode has ended (a final tool was called or the turn limit reached).
+    """
+
+    _make_env: ClassVar[Callable[[], Env]]
+
+    def __init__(self) -> None:
+        self.env = type(self)._make_env()
+        self.done = False
+
+    def reset(self, **row: Any) -> str | None:
+        """Start an episode on the row's task; the prompt is already in the row, so nothing is appended."""
+        if TASK_COLUMN not in row:
+            raise EnvError(f"dataset rows need a {TASK_COLUMN!r} column: build them with task_dataset()")
+        task = Task.model_validate_json(row[TASK_COLUMN])
+        _loop.run(self.env.reset(task))
+        self.done = False
+        return None
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self.done:
+            return "Error: the episode is over; no further tool calls are run."
+        arguments_json = json.dumps(arguments, default=str)
+        call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name=name, arguments=arguments_json)
+        result = _loop.run(self.env.step(Message(role="assistant", tool_calls=[call])))
+        self.done = result.terminated or result.truncated
+        return observation_text(result.observation)
+
+    def get_reward(self) -> float:
+        """The episode's return: turn rewards plus the outcome reward (scored now if still running)."""
+        _loop.run(finish(self.env))
+        self.done = True
+        return self.env.trajectory.reward if self.env.trajectory is not None else 0.0
+
+
+def _tool_method(tool: ToolFunction) -> Callable[..., str]:
+    """A method with the tool's name, parameters and docstring that runs the tool through ``env.step``."""
+
+    def method(self: AgentgymEnvironment, **arguments: Any) -> str:
+        return self._call(tool.name, arguments)
+
+    signature = inspect.signature(tool.fn)
+    hints = get_type_hints(tool.fn)
+    params = [p for name, p in signature.parameters.items() if name != "self"]
+    method.__name__ = method.__qualname__ = tool.name
+    method.__doc__ = tool.fn.__doc__
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params],
+        return_annotation=str,
+    )
+    method.__annotations__ = {**{p.name: hints[p.name] for p in params}, "return": str}
+    return method
+
+
+def environment_class(source: EnvSource, *, name: str | None = None) -> type[AgentgymEnvironment]:
+    """A TRL environment class for an agentgym env: its tools as methods, plus ``reset`` and ``get_reward``.
+
+    Args:
+        source: The env to adapt.
+        name: The class name, which is what TRL logs the reward under; the env class's name by default.
+    """
+    cls, make_env = env_factory(source)
+    namespace: dict[str, Any] = {"_make_env": staticmethod(make_env), "__doc__": cls.__doc__}
+    for tool_name, tool in cls._tools.items():
+        if tool_name in ("reset", "get_reward") or tool_name.startswith("_") or not tool_name.isidentifier():
+            raise EnvError(f"tool {tool_name!r} of {cls.__name__} cannot be a TRL environment method")
+        namespace[tool_name] = _tool_method(tool)
+    return type(name or cls.__name__, (AgentgymEnvironment,), namespace)
+
+
+def task_dataset(source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1) -> Any:
+    """A ``datasets.Dataset`` of the env's opening messages (``prompt``) and the task (:data:`TASK_COLUMN`).
+
+    Args:
+        source: The env the tasks belong to; its :meth:`~Env.opening_messages` builds each prompt.
+        tasks: The tasks; the env's built-in :meth:`~Env.tasks` by default.
+        repeat: How many times to list each task (an epoch of ``repeat * len(tasks)`` rows).
+    """
+    from datasets import Dataset
+
+    _, make_env = env_factory(source)
+    env = make_env()
+    tasks = list(tasks) if tasks is not None else list(env.tasks())
+    if not tasks:
+        raise EnvError(f"{type(env).__name__} has no built-in tasks: pass tasks=")
+    rows = []
+    for task in tasks:
+        prompt = [{"role": m.role, "content": m.text} for m in env.opening_messages(task)]
+        rows.append({"prompt": prompt, TASK_COLUMN: task.model_dump_json()})
+    return Dataset.from_list(rows * repeat)
+
+
+@dataclass
+class EnvironmentSpec:
+    """What ``GRPOTrainer`` needs to train on an agentgym env through ``environment_factory``.
+
+    The env's reward arrives through the generated class's ``get_reward`` (logged as
+    ``rewards/<EnvClass>/mean``); ``reward_funcs`` holds any extra reward functions you add.
+    """
+
+    train_dataset: Any
+    environment_factory: type[AgentgymEnvironment]
+    reward_funcs: list[Callable[..., list[float | None]]] = field(default_factory=list)
+
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``GRPOTrainer(...)``."""
+        return {"train_dataset": self.train_dataset, "environment_factory": self.environment_factory,
+                "reward_funcs": self.reward_funcs}
+
+
+def environment_spec(
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1
+) -> EnvironmentSpec:
+    """The dataset and environment class to train on ``source`` with TRL's ``environment_factory``."""
+    return EnvironmentSpec(task_dataset(source, tasks, repeat=repeat), environment_class(source))

@@ -1,0 +1,52 @@
+"""Colours: say the colour the task wants. Small enough that a 2-layer model can learn it with GRPO."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentgym.env import Env, ToolResult
+from agentgym.tools import tool
+from agentgym.types import Reward, Task
+
+COLOURS = ("red", "green", "blue")
+
+
+class ColourEnv(Env):
+    """The model must call ``say`` with the colour in ``task.data["colour"]``.
+
+    ``hint`` tells it the colour at a small cost (a turn reward of -0.1), so an episode has a
+    per-turn reward to assign credit to. The prompt need not name the colour: a task that keeps it
+    secret is learnable only by reward, which is what a training test wants.
+    """
+
+    max_turns = 3
+    text_ends_episode = True
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.said: str | None = None
+
+    def tasks(self) -> Sequence[Task]:
+        return [Task(id=c, prompt="Pick a colour.", data={"colour": c}) for c in COLOURS]
+
+    async def setup(self, task: Task) -> None:
+        self.said = None
+
+    @tool
+    async def hint(self) -> ToolResult:
+        """Ask which colour is wanted; costs a little reward."""
+        return ToolResult(str(self.task.data["colour"]) if self.task else "", reward=-0.1)
+
+    @tool(final=True)
+    async def say(self, colour: str) -> str:
+        """Say a colour and end the episode.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        self.said = colour
+        return f"You said {colour}."
+
+    async def score(self) -> Reward:
+        correct = self.task is not None and self.said == self.task.data["colour"]
+        return Reward(value=float(correct), components={"correct": float(correct)})
