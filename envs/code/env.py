@@ -21,7 +21,6 @@ from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
-VERIFY_TIMEOUT = 20.0
 
 
 @cache
@@ -45,6 +44,8 @@ class CodeEnv(Env):
 
     max_turns = 8
     sandbox_image = "python"
+    verify_timeout = 20.0
+    """Seconds the task's tests may run; past it the submission scores 0."""
 
     def __init__(self, *, tasks_path: str | Path | None = None, **kwargs: Any) -> None:
         """
@@ -127,7 +128,7 @@ class CodeEnv(Env):
         try:
             await sandbox.write_file("/tmp/harness.py", _harness_source())
             await sandbox.write_file("/tmp/job.json", json.dumps(job))
-            result = await sandbox.exec("python3 /tmp/harness.py /tmp/job.json", timeout=VERIFY_TIMEOUT)
+            result = await sandbox.exec("python3 /tmp/harness.py /tmp/job.json", timeout=self.verify_timeout)
         finally:
             await sandbox.close()
         for line in reversed(result.stdout.splitlines()):
