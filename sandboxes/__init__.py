@@ -1,0 +1,35 @@
+"""Sandboxes: isolated places where untrusted code runs, handed out from warm pools.
+
+The front door::
+
+    from agentgym.sandboxes import acquire
+
+    sandbox = await acquire("auto", image="python")   # Docker when an engine answers, else local
+    try:
+        result = await sandbox.run_python("print(6 * 7)")
+    finally:
+        await sandbox.close()
+
+Backends (``docker``, ``local``) start the same in-sandbox agent and pass the same conformance
+suite; see :mod:`agentgym.sandboxes.base` for the contract. Nothing here imports the docker SDK
+until a Docker sandbox is asked for.
+"""
+
+from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
+from agentgym.sandboxes.builder import build_image
+from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools
+from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
+
+__all__ = [
+    "ContainerInfo",
+    "ExecResult",
+    "Limits",
+    "PythonResult",
+    "Sandbox",
+    "SandboxPool",
+    "acquire",
+    "build_image",
+    "list_sandboxes",
+    "prune",
+    "shutdown_pools",
+]

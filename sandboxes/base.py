@@ -76,11 +76,13 @@ class Sandbox(Protocol):
     id: str
     limits: Limits
 
-    async def exec(self, cmd: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+    async def exec(
+        self, cmd: str, *, timeout: float | None = None, cwd: str | None = None  # noqa: ASYNC109
+    ) -> ExecResult:
         """Run a shell command (``/bin/sh -c``) and wait for it, up to ``timeout`` seconds."""
         ...
 
-    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:
+    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:  # noqa: ASYNC109
         """Run code in the persistent Python session; state carries over between calls."""
         ...
 

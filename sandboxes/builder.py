@@ -1,0 +1,240 @@
+"""Sandbox images built with no image registry: recipes in ``images/``, tagged by their content hash.
+
+``image="python"`` names a recipe (``images/python.json``). Its tag is
+``agentgym/python:<hash>``, where the hash covers the recipe and this builder, so that changing
+either makes a new image and an unchanged pair is built once. When a registry answers, the image is
+the recipe's public ``base_image`` pulled and re-tagged; when none does (air-gapped CI), it is a
+Debian root filesystem made by ``debootstrap --variant=minbase`` and loaded with ``docker import``.
+Both give ``python3`` on the ``PATH``, runnable by any uid: all the in-sandbox agent needs.
+
+Any other image string (one with ``:`` or ``/``, e.g. ``python:3.12-slim``) is used as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentgym.sandboxes import engine
+from pydantic import BaseModel, ConfigDict
+
+from agentgym.errors import SandboxError
+
+if TYPE_CHECKING:
+    import docker
+
+log = logging.getLogger(__name__)
+
+RECIPES = Path(__file__).parent / "images"
+REPOSITORY = "agentgym"
+REGISTRY_PROBE = ("registry-1.docker.io", 443)
+# Parts of a minbase root nobody needs at run time; dropping them halves the image.
+PRUNE_PATHS = (
+    "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
+    "var/cache/apt", "var/lib/apt/lists", "var/log",
+)
+
+
+class Recipe(BaseModel):
+    """How to make one sandbox image.
+
+    Attributes:
+        name: The recipe's file name without ``.json``; the image repository is ``agentgym/<name>``.
+        description: What the image is for.
+        suite: Debian suite for debootstrap.
+        mirror: Debian mirror for debootstrap.
+        packages: Debian packages installed on top of minbase.
+        base_image: Public image used instead when a registry answers.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    suite: str = "bookworm"
+    mirror: str = "http://deb.debian.org/debian"
+    packages: tuple[str, ...] = ("python3",)
+    base_image: str | None = None
+
+
+def recipe_names() -> list[str]:
+    """Names of the shipped recipes."""
+    return sorted(p.stem for p in RECIPES.glob("*.json"))
+
+
+def load_recipe(name: str) -> Recipe:
+    """Read recipe ``name``; a :class:`SandboxError` lists the known ones when it is missing."""
+    path = RECIPES / f"{name}.json"
+    if not path.is_file():
+        raise SandboxError(f"no sandbox image recipe {name!r}; known: {', '.join(recipe_names())}")
+    return Recipe(name=name, **json.loads(path.read_text(encoding="utf-8")))
+
+
+def is_recipe(image: str) -> bool:
+    """Whether ``image`` names a recipe rather than an image reference."""
+    return ":" not in image and "/" not in image
+
+
+def image_tag(name: str) -> str:
+    """``agentgym/<name>:<hash of recipe + builder>``; a new hash means a rebuild."""
+    digest = hashlib.sha256()
+    digest.update((RECIPES / f"{name}.json").read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return f"{REPOSITORY}/{name}:{digest.hexdigest()[:12]}"
+
+
+def resolve(image: str) -> str:
+    """The image reference for ``image``: the recipe's tag, or ``image`` itself."""
+    if is_recipe(image):
+        load_recipe(image)
+        return image_tag(image)
+    return image
+
+
+def ensure(image: str) -> str:
+    """Make sure ``image`` exists in the engine, building or pulling it if needed; return its reference.
+
+    Blocking (build: about a minute). Parallel processes wait on one file lock per tag, so only
+    one of them builds.
+
+    Raises:
+        SandboxError: The image could not be built or pulled.
+    """
+    import docker
+
+    api = engine.client()
+    ref = resolve(image)
+    if _exists(api, ref):
+        return ref
+    if not is_recipe(image):
+        try:
+            api.images.pull(ref)
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"image {ref!r} is not present and could not be pulled: {e}") from e
+        return ref
+    return build_image(image)
+
+
+def build_image(name: str, *, registry: bool | None = None) -> str:
+    """Build recipe ``name`` unless its tag exists; return the tag.
+
+    Args:
+        name: Recipe name, e.g. ``"python"``.
+        registry: Pull the recipe's ``base_image`` (True), debootstrap (False), or try the
+            registry briefly and fall back to debootstrap (None).
+
+    Raises:
+        SandboxError: Neither way worked; the message says why.
+    """
+    recipe = load_recipe(name)
+    tag = image_tag(name)
+    api = engine.client()
+    with _build_lock(tag):
+        if _exists(api, tag):
+            return tag
+        started = time.monotonic()
+        if registry is None:
+            registry = _registry_up()
+        use_registry = registry and recipe.base_image is not None
+        if use_registry:
+            log.warning("building sandbox image %s from %s", tag, recipe.base_image)
+            _from_registry(api, recipe, tag)
+        else:
+            log.warning("building sandbox image %s with debootstrap (no registry; about a minute)", tag)
+            _from_debootstrap(api, recipe, tag)
+        log.warning("built %s in %.0f s", tag, time.monotonic() - started)
+    return tag
+
+
+def stale_images() -> list[str]:
+    """Tags of agentgym recipe images whose hash is no longer current."""
+    api = engine.client()
+    current = {image_tag(n) for n in recipe_names()}
+    stale = []
+    for img in api.images.list(name=REPOSITORY + "/*"):
+        stale.extend(t for t in img.tags if t.startswith(REPOSITORY + "/") and t not in current)
+    return sorted(stale)
+
+
+def _exists(api: docker.DockerClient, ref: str) -> bool:
+    import docker
+
+    try:
+        api.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def _registry_up() -> bool:
+    try:
+        with socket.create_connection(REGISTRY_PROBE, timeout=3):
+            return True
+    except OSError:
+        return False
+
+
+def _from_registry(api: docker.DockerClient, recipe: Recipe, tag: str) -> None:
+    import docker
+
+    assert recipe.base_image is not None
+    try:
+        img = api.images.pull(recipe.base_image)
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"could not pull {recipe.base_image}: {e}; try build_image(registry=False)") from e
+    repository, version = tag.split(":")
+    img.tag(repository, version)
+
+
+def _from_debootstrap(api: docker.DockerClient, recipe: Recipe, tag: str) -> None:
+    if shutil.which("debootstrap") is None:
+        raise SandboxError("building with no registry needs debootstrap: apt-get install debootstrap")
+    with tempfile.TemporaryDirectory(prefix="agentgym-rootfs-") as tmp:
+        root = Path(tmp) / "root"
+        cmd = [
+            "debootstrap", "--variant=minbase", "--include=" + ",".join(recipe.packages),
+            recipe.suite, str(root), recipe.mirror,
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr)[-2000:]
+            raise SandboxError(f"debootstrap failed ({done.returncode}): {tail}")
+        for rel in PRUNE_PATHS:
+            shutil.rmtree(root / rel, ignore_errors=True)
+        tar = subprocess.Popen(
+            ["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE
+        )
+        assert tar.stdout is not None
+        repository, version = tag.split(":")
+        try:
+            api.api.import_image(
+                src=iter(lambda: tar.stdout.read(1 << 20), b""),  # type: ignore[union-attr]
+                repository=repository, tag=version, stream_src=True,
+                changes=['ENV PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'],
+            )
+        finally:
+            tar.stdout.close()
+            tar.wait()
+
+
+@contextlib.contextmanager
+def _build_lock(tag: str) -> Iterator[None]:
+    name = tag.replace("/", "_").replace(":", "_")
+    path = Path(tempfile.gettempdir()) / f"agentgym-build-{name}.lock"
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

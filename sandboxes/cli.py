@@ -1,0 +1,59 @@
+"""``agentgym sandbox build | ls | prune``: the sandbox layer's command-line glue."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``sandbox`` and its subcommands on the ``agentgym`` command's subparsers."""
+    sandbox = subparsers.add_parser("sandbox", help="build sandbox images, list and prune sandboxes")
+    commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
+
+    build = commands.add_parser("build", help="build a sandbox image from a recipe (no-op if built)")
+    build.add_argument("--recipe", default="python", help="recipe name (default: python)")
+    source = build.add_mutually_exclusive_group()
+    source.add_argument("--from-registry", dest="registry", action="store_true", default=None,
+                        help="pull the recipe's public base image")
+    source.add_argument("--no-registry", dest="registry", action="store_false",
+                        help="build with debootstrap + docker import (no registry needed)")
+    build.set_defaults(func=_build)
+
+    ls = commands.add_parser("ls", help="list agentgym containers")
+    ls.set_defaults(func=_ls)
+
+    prune = commands.add_parser("prune", help="remove every agentgym container")
+    prune.add_argument("--images", action="store_true", help="also remove images of outdated recipes")
+    prune.set_defaults(func=_prune)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from agentgym.sandboxes.builder import build_image
+
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    print(build_image(args.recipe, registry=args.registry))
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from agentgym.sandboxes.reaper import list_sandboxes
+
+    rows = list_sandboxes()
+    print(f"{'ID':<13} {'OWNER':>8} {'AGE':>7}  {'LEAKED':<6} {'STATUS':<24} IMAGE")
+    for c in rows:
+        age = f"{time.time() - c.started:.0f}s" if c.started else "?"
+        leaked = "yes" if c.leaked else "no"
+        print(f"{c.id:<13} {c.owner_pid or '?':>8} {age:>7}  {leaked:<6} {c.status:<24} {c.image}")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from agentgym.sandboxes.reaper import prune
+
+    removed = prune(images=args.images)
+    for name in removed:
+        print(f"removed {name}")
+    print(f"{len(removed)} removed")
+    return 0

@@ -1,0 +1,208 @@
+"""The local backend: the agent as a child process, jailed by bubblewrap when it is installed.
+
+With bubblewrap the agent runs in new user, pid, network, ipc, uts and mount namespaces (no
+network at all), sees read-only ``/usr`` and the few files python needs, and writes only to
+size-limited tmpfs at ``/tmp`` and ``/work``; it dies with its parent. Without bubblewrap it runs
+in a fresh temporary directory with no file or network isolation, and a warning says so once.
+
+Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the agent puts
+rlimits on everything it starts (address space, CPU, file size, processes, open files, no core
+dumps). RLIMIT_NPROC counts processes per uid and does not bind root, so when agentgym runs as root
+each sandbox runs as its own unused uid, which makes the process cap per sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
+from agentgym.sandboxes.sandbox import AgentSandbox, agent_config, agent_source
+
+from agentgym.errors import SandboxError
+
+log = logging.getLogger(__name__)
+
+PATH = "/usr/local/bin:/usr/bin:/bin"
+JAIL_WORKDIR = "/work"
+JAIL_UID = 65534  # the uid code sees inside the jail
+# Per-sandbox uids when running as root: far above any real account.
+UID_RANGE = (1_500_000, 1_900_000)
+ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
+NOFILE = 1024
+
+
+class LocalSandbox(AgentSandbox):
+    """A sandbox that is one local process tree; ``id`` is ``local-<pid>``."""
+
+    def __init__(
+        self, limits: Limits, client: AgentClient, proc: subprocess.Popen[bytes], uid: int | None,
+        workdir: str | None,
+    ) -> None:
+        super().__init__(f"local-{proc.pid}", limits, client)
+        self.proc = proc
+        self._uid = uid
+        self._workdir = workdir
+
+    async def _destroy(self) -> None:
+        self._kill()
+        await asyncio.to_thread(self._wait_and_clean)
+
+    def _destroy_sync(self) -> None:
+        self._kill()
+        self._wait_and_clean()
+
+    def _kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self._uid is not None:
+            kill_uid(self._uid)  # strays that left the process group (setsid) without a jail
+
+    def _wait_and_clean(self) -> None:
+        self.proc.wait()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+async def create(limits: Limits | None = None) -> LocalSandbox:
+    """Start a local sandbox.
+
+    Raises:
+        SandboxError: The agent could not be started.
+    """
+    limits = limits or Limits()
+    python = interpreter()
+    uid = random.randrange(*UID_RANGE) if os.geteuid() == 0 else None
+    rlimits = {
+        "AS": limits.memory_mb << 20,
+        "CPU": math.ceil(limits.wall_seconds * max(1.0, limits.cpus)),
+        "FSIZE": limits.disk_mb << 20,
+        "NOFILE": NOFILE,
+        "CORE": 0,
+    }
+    if uid is not None:
+        rlimits["NPROC"] = limits.pids
+    env = {"PATH": PATH, "LANG": "C.UTF-8"}
+    if bubblewrap() is not None:
+        workdir = None
+        config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cpus=limits.cpus)
+        argv = [*jail_argv(python, limits), python, "-u", "-c", agent_source(), json.dumps(config)]
+        env["HOME"] = JAIL_WORKDIR
+    else:
+        _warn_unjailed()
+        workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-")
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        config = agent_config(limits, workdir=workdir, rlimits=rlimits, cpus=limits.cpus)
+        argv = [python, "-u", "-c", agent_source(), json.dumps(config)]
+        env["HOME"] = workdir
+    try:
+        # Started on the event loop's thread (not in a worker thread that may end), because
+        # --die-with-parent follows the thread that forked; a fork takes about a millisecond.
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, cwd="/", start_new_session=True, close_fds=True,
+            user=uid, group=uid, extra_groups=[] if uid is not None else None,
+        )
+    except OSError as e:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise SandboxError(f"could not start the local sandbox agent: {e}") from e
+    loop = asyncio.get_running_loop()
+    assert proc.stdin is not None and proc.stdout is not None
+    transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
+    _, protocol = await loop.connect_read_pipe(AgentProtocol, proc.stdout)
+    client = AgentClient(transport, protocol, name=f"local-{proc.pid}")
+    sandbox = LocalSandbox(limits, client, proc, uid, workdir)
+    await sandbox._wait_ready()
+    return sandbox
+
+
+@functools.cache
+def bubblewrap() -> str | None:
+    """Path of ``bwrap`` if it is installed and can make a user namespace here."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None
+    uid = UID_RANGE[0] if os.geteuid() == 0 else None  # probe as the sandboxes will run
+    probe = subprocess.run(
+        [path, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, check=False,
+        user=uid, group=uid, extra_groups=[] if uid is not None else None,
+    )
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip()
+        log.warning("bubblewrap cannot create namespaces here: %s", reason)
+        return None
+    return path
+
+
+@functools.cache
+def interpreter() -> str:
+    """The Python that runs the agent: the system one when there is one (its files live in /usr)."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return sys.executable
+
+
+def jail_argv(python: str, limits: Limits) -> list[str]:
+    """The bubblewrap command line that jails the agent."""
+    bwrap = bubblewrap()
+    assert bwrap is not None
+    size = str(limits.disk_mb << 20)
+    argv = [
+        bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+        "--setenv", "PATH", PATH, "--setenv", "HOME", JAIL_WORKDIR, "--setenv", "LANG", "C.UTF-8",
+        "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox",
+        "--ro-bind", "/usr", "/usr",
+    ]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    for path in ETC_FILES:
+        argv += ["--ro-bind-try", path, path]
+    prefix = os.path.realpath(sys.prefix if python == sys.executable else "/usr")
+    if not prefix.startswith("/usr"):
+        argv += ["--ro-bind", prefix, prefix]
+    argv += [
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+        "--size", size, "--perms", "0755", "--tmpfs", JAIL_WORKDIR,
+        "--remount-ro", "/", "--chdir", JAIL_WORKDIR,
+    ]
+    return argv
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (a uid that only this sandbox uses)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                os.kill(int(entry), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+
+
+@functools.cache
+def _warn_unjailed() -> None:
+    log.warning(
+        "bubblewrap is not installed: local sandboxes have rlimits and an empty environment but no "
+        "network or file isolation (apt-get install bubblewrap)"
+    )

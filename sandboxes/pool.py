@@ -1,0 +1,214 @@
+"""Choosing a backend, and warm pools that hand out ready sandboxes in about a millisecond.
+
+Creating a sandbox costs a container start (~0.2-0.5 s) or a jail start (~60 ms); a pool pays that in
+the background so that ``acquire()`` only pops a ready one. Sandboxes are single-use: the caller
+``close()``-s what it got, and the pool makes a fresh one. Pools are process-wide and keyed by
+event loop, backend, image and limits, so every env in a process shares them; a shared pool starts
+empty and grows by one spare each time a caller has to wait for a cold start, up to
+:data:`MAX_SHARED_SPARES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import logging
+import time
+import weakref
+
+from agentgym.sandboxes import engine
+from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.sandbox import AgentSandbox
+
+from agentgym.errors import SandboxError
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("docker", "local")
+MAX_SHARED_SPARES = 8
+PARALLEL_STARTS = 4
+RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
+
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, Limits], SandboxPool]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def resolve_backend(backend: str) -> str:
+    """``"docker"``, ``"local"``, or for ``"auto"`` Docker when an engine answers (checked once), else local.
+
+    Raises:
+        SandboxError: An unknown backend name.
+    """
+    if backend == "auto":
+        if await asyncio.to_thread(engine.available):
+            return "docker"
+        _warn_no_docker()
+        return "local"
+    if backend not in BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {backend!r}; use one of: auto, {', '.join(BACKENDS)}")
+    return backend
+
+
+async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
+    """Create one sandbox now, with no pool (``backend`` already resolved).
+
+    A caller cancelled mid-start does not leak: the start finishes and its sandbox is closed.
+    """
+    if backend == "docker":
+        from agentgym.sandboxes import docker
+
+        creating = asyncio.ensure_future(docker.create(image, limits))
+    else:
+        from agentgym.sandboxes import local
+
+        creating = asyncio.ensure_future(local.create(limits))
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        creating.add_done_callback(_close_orphan)
+        raise
+
+
+_orphans: set[asyncio.Future[None]] = set()
+
+
+def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:
+    if creating.cancelled() or creating.exception() is not None:
+        return
+    closing = asyncio.ensure_future(creating.result().close())
+    _orphans.add(closing)
+    closing.add_done_callback(_orphans.discard)
+
+
+class SandboxPool:
+    """Keeps ``size`` ready sandboxes of one kind and hands them out.
+
+    Usable as an env's ``sandbox=`` provider: ``Env(sandbox=SandboxPool("docker", size=8))``.
+    Spares older than half their wall time are thrown away rather than handed out, and each is
+    pinged before it is given, so callers get a sandbox with most of its life ahead.
+
+    Args:
+        backend: ``"docker"``, ``"local"`` or ``"auto"``.
+        image: Recipe name or image reference (Docker only; the local backend uses the host's python).
+        limits: Limits for every sandbox of the pool.
+        size: Spares to keep ready.
+        max_size: Spares the pool may grow to when callers find it empty (default: ``size``).
+    """
+
+    def __init__(
+        self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
+        *, max_size: int | None = None,
+    ) -> None:
+        self.backend = backend
+        self.image = image
+        self.limits = limits or Limits()
+        self.size = size
+        self.max_size = max(size, max_size if max_size is not None else size)
+        self._ready: collections.deque[AgentSandbox] = collections.deque()
+        self._starting = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._gate: asyncio.Semaphore | None = None
+        self._backoff_until = 0.0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<SandboxPool {self.backend} {self.image} ready={len(self._ready)} size={self.size}>"
+
+    async def acquire(self) -> AgentSandbox:
+        """A ready sandbox; the caller owns it and must ``close()`` it.
+
+        Raises:
+            SandboxError: The pool is shut down, or no sandbox could be created (with the reason).
+        """
+        if self._closed:
+            raise SandboxError("the sandbox pool is shut down")
+        self.backend = await resolve_backend(self.backend)
+        while self._ready:
+            sandbox = self._ready.popleft()
+            self._refill()
+            if time.monotonic() - sandbox.started < self.limits.wall_seconds / 2 and await sandbox.is_alive():
+                return sandbox
+            self._spawn(sandbox.close())
+        self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more spare
+        sandbox = await self._start()
+        self._refill()
+        return sandbox
+
+    async def shutdown(self) -> None:
+        """Stop refilling and destroy the spares; sandboxes already handed out are the callers'."""
+        self._closed = True
+        await asyncio.gather(*self._tasks, return_exceptions=True)  # starts in flight close what they make
+        spares, self._ready = list(self._ready), collections.deque()
+        await asyncio.gather(*(s.close() for s in spares))
+
+    async def _start(self) -> AgentSandbox:
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(PARALLEL_STARTS)
+        async with self._gate:
+            return await start(self.backend, self.image, self.limits)
+
+    def _refill(self) -> None:
+        missing = self.size - len(self._ready) - self._starting
+        if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
+            return
+        for _ in range(missing):
+            self._starting += 1
+            self._spawn(self._add_one())
+
+    async def _add_one(self) -> None:
+        try:
+            sandbox = await self._start()
+        except Exception as e:
+            self._backoff_until = time.monotonic() + RETRY_SECONDS
+            log.warning("could not start a spare %s sandbox: %s", self.backend, e)
+            return
+        finally:
+            self._starting -= 1
+        if self._closed:
+            await sandbox.close()
+        else:
+            self._ready.append(sandbox)
+
+    def _spawn(self, coro: object) -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+async def acquire(
+    backend: str | object = "auto", *, image: str = "python", limits: Limits | None = None
+) -> AgentSandbox:
+    """A sandbox from the process-wide warm pool for ``(backend, image, limits)``.
+
+    Args:
+        backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
+            ``"docker"``, ``"local"``, or any object with ``async acquire()`` such as a
+            :class:`SandboxPool`.
+        image: Recipe name (``"python"``) or image reference (``"python:3.12-slim"``).
+        limits: Defaults to :class:`Limits()`.
+
+    Raises:
+        SandboxError: No sandbox could be created; the message says why.
+    """
+    if not isinstance(backend, str):
+        return await backend.acquire()  # type: ignore[attr-defined, no-any-return]
+    name = await resolve_backend(backend)
+    limits = limits or Limits()
+    pools = _shared.setdefault(asyncio.get_running_loop(), {})
+    key = (name, image, limits)
+    if key not in pools:
+        pools[key] = SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SPARES)
+    return await pools[key].acquire()
+
+
+async def shutdown_pools() -> None:
+    """Shut down this event loop's shared pools, destroying their spares."""
+    pools = _shared.pop(asyncio.get_running_loop(), {})
+    await asyncio.gather(*(p.shutdown() for p in pools.values()))
+
+
+@functools.cache
+def _warn_no_docker() -> None:
+    log.warning("no Docker engine answers: sandboxes run on the local backend")

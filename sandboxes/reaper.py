@@ -1,0 +1,95 @@
+"""Finding and removing agentgym containers: leaked ones on first use, all of them on ``prune``.
+
+A container is leaked when the process that made it is gone (same boot and host, pid dead or
+recycled) or its wall time is over. Containers normally remove themselves (see
+:mod:`agentgym.sandboxes.docker`); this catches the rest, e.g. an engine restarted under them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from agentgym.sandboxes import engine
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+
+EXPIRY_SLACK = 60  # seconds after the wall time before a container counts as leaked
+
+
+class ContainerInfo(BaseModel):
+    """One agentgym container, as ``agentgym sandbox ls`` shows it."""
+
+    id: str
+    image: str
+    status: str
+    owner_pid: int | None
+    started: float | None
+    wall_seconds: float | None
+    leaked: bool
+
+
+def list_sandboxes() -> list[ContainerInfo]:
+    """Every container labelled ``agentgym=1`` on the engine, running or not."""
+    api = engine.client().api
+    out = []
+    for c in api.containers(all=True, filters={"label": f"{engine.LABEL}=1"}):
+        labels = c.get("Labels") or {}
+        out.append(ContainerInfo(
+            id=c["Id"][:12],
+            image=c.get("Image", ""),
+            status=c.get("Status", ""),
+            owner_pid=_number(labels, "owner_pid", int),
+            started=_number(labels, "started", float),
+            wall_seconds=_number(labels, "wall_seconds", float),
+            leaked=is_leaked(labels),
+        ))
+    return out
+
+
+def is_leaked(labels: dict[str, Any], now: float | None = None) -> bool:
+    """Whether a container with these labels has outlived its owner or its wall time."""
+    now = time.time() if now is None else now
+    started = _number(labels, "started", float)
+    wall = _number(labels, "wall_seconds", float)
+    if started is not None and wall is not None and now > started + wall + EXPIRY_SLACK:
+        return True
+    return not engine.owner_alive(labels)
+
+
+def reap() -> list[str]:
+    """Remove leaked containers; return their short ids."""
+    return _remove([c.id for c in list_sandboxes() if c.leaked])
+
+
+def prune(*, images: bool = False) -> list[str]:
+    """Remove every agentgym container, in use or not, and with ``images`` the images of old recipes.
+
+    Returns:
+        Short ids of the removed containers, then tags of the removed images.
+    """
+    removed = _remove([c.id for c in list_sandboxes()])
+    if images:
+        from agentgym.sandboxes import builder
+
+        for tag in builder.stale_images():
+            engine.client().images.remove(tag)
+            removed.append(tag)
+    return removed
+
+
+def _remove(ids: list[str]) -> list[str]:
+    for container_id in ids:
+        engine.remove_container(container_id)
+    if ids:
+        log.warning("removed %d agentgym container(s): %s", len(ids), ", ".join(ids))
+    return ids
+
+
+def _number(labels: dict[str, Any], key: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(labels[f"{engine.LABEL}.{key}"])
+    except (KeyError, ValueError):
+        return None
