@@ -11,6 +11,9 @@ Two paths, both giving the trainer the env's reward:
 Importing this package does not import TRL or torch; the functions that need them import them.
 """
 
+from typing import Any
+
+from agentgym.trl.credit import turn_advantages
 from agentgym.trl.environment import (
     TASK_COLUMN,
     AgentgymEnvironment,
@@ -19,12 +22,27 @@ from agentgym.trl.environment import (
     environment_spec,
     task_dataset,
 )
+from agentgym.trl.rollout import EnvRollout, RolloutSpec, env_reward_func, rollout_spec
 
 __all__ = [
     "TASK_COLUMN",
     "AgentgymEnvironment",
+    "EnvRollout",
     "EnvironmentSpec",
+    "RolloutSpec",
+    "TurnCreditGRPOTrainer",
+    "env_reward_func",
     "environment_class",
     "environment_spec",
+    "rollout_spec",
     "task_dataset",
+    "turn_advantages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TurnCreditGRPOTrainer":  # subclasses TRL's trainer: built on first use
+        from agentgym.trl import credit
+
+        return credit.TurnCreditGRPOTrainer
+    raise AttributeError(name)

@@ -130,6 +130,9 @@ def environment_class(source: EnvSource, *, name: str | None = None) -> type[Age
 def task_dataset(source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1) -> Any:
     """A ``datasets.Dataset`` of the env's opening messages (``prompt``) and the task (:data:`TASK_COLUMN`).
 
+    The task's JSON is also stored under :data:`TASK_COLUMN` in the prompt's last message, because TRL
+    hands a ``rollout_func`` the prompts and nothing else of the row; chat templates ignore the key.
+
     Args:
         source: The env the tasks belong to; its :meth:`~Env.opening_messages` builds each prompt.
         tasks: The tasks; the env's built-in :meth:`~Env.tasks` by default.
@@ -144,8 +147,10 @@ def task_dataset(source: EnvSource, tasks: Sequence[Task] | None = None, *, repe
         raise EnvError(f"{type(env).__name__} has no built-in tasks: pass tasks=")
     rows = []
     for task in tasks:
-        prompt = [{"role": m.role, "content": m.text} for m in env.opening_messages(task)]
-        rows.append({"prompt": prompt, TASK_COLUMN: task.model_dump_json()})
+        task_json = task.model_dump_json()
+        prompt = [{"role": m.role, "content": m.text, TASK_COLUMN: None} for m in env.opening_messages(task)]
+        prompt[-1][TASK_COLUMN] = task_json  # rollout_func sees only prompts, so the task rides along
+        rows.append({"prompt": prompt, TASK_COLUMN: task_json})
     return Dataset.from_list(rows * repeat)
 
 

@@ -26,7 +26,7 @@ def tiny_tokenizer(corpus: Iterable[str], *, vocab_size: int = 800) -> Any:
             any text can still be encoded, byte by byte at worst.
         vocab_size: Target vocabulary size, special tokens included.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import qwen3_chat_template
 
@@ -34,10 +34,12 @@ def tiny_tokenizer(corpus: Iterable[str], *, vocab_size: int = 800) -> Any:
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL + ADDED,
+        vocab_size=vocab_size, special_tokens=SPECIAL,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
     )
     core.train_from_iterator(list(corpus), trainer=trainer)
+    # Markup the model writes stays in decoded text (as in Qwen's tokenizers), so parsers can see it.
+    core.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         additional_special_tokens=["<|im_start|>"],
@@ -113,3 +115,36 @@ def warm_start(
         optimizer.zero_grad()
         losses.append(loss.item())
     return losses
+
+
+def tiny_agent(
+    source: Any,
+    examples: Sequence[tuple[list[dict[str, Any]], dict[str, Any]]],
+    *,
+    steps: int = 150,
+    seed: int = 0,
+) -> tuple[Any, Any]:
+    """A tiny model and tokenizer for an env, warm-started on ``examples`` so that it calls tools.
+
+    The tokenizer is trained on the examples rendered with the env's tool schemas, so prompts are
+    short; the model then gets ``steps`` supervised steps (:func:`warm_start`).
+
+    Args:
+        source: The env (id, class or factory), for its tool schemas.
+        examples: (prompt messages, assistant reply) pairs in chat-template form.
+    """
+    from transformers.utils.chat_template_utils import render_jinja_template
+    from trl.chat_template_utils import qwen3_chat_template
+
+    from agentgym.trl.environment import env_factory
+
+    _, make_env = env_factory(source)
+    tools = [t.to_openai() for t in make_env().tools]
+    conversations = [[*prompt, reply] for prompt, reply in examples]
+    corpus, _ = render_jinja_template(
+        conversations=conversations, tools=tools, chat_template=qwen3_chat_template
+    )
+    tokenizer = tiny_tokenizer(corpus * 20)
+    model = tiny_model(tokenizer, seed=seed)
+    warm_start(model, tokenizer, examples, tools=tools, steps=steps, seed=seed)
+    return model, tokenizer

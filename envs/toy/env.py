@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from agentgym.env import Env, ToolResult
 from agentgym.tools import tool
@@ -50,3 +51,14 @@ class ColourEnv(Env):
     async def score(self) -> Reward:
         correct = self.task is not None and self.said == self.task.data["colour"]
         return Reward(value=float(correct), components={"correct": float(correct)})
+
+
+def say_examples() -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """(prompt, reply) pairs calling ``say`` with each colour in turn: a warm start for a tiny model.
+
+    They teach the call format and nothing about which colour is wanted, so a model warm-started on
+    them picks colours about uniformly and reinforcement learning has something left to learn.
+    """
+    prompt = [{"role": "user", "content": "Pick a colour."}]
+    calls = [[{"type": "function", "function": {"name": "say", "arguments": {"colour": c}}}] for c in COLOURS]
+    return [(prompt, {"role": "assistant", "content": "", "tool_calls": c}) for c in calls]

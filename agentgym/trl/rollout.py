@@ -1,0 +1,269 @@
+"""The ``rollout_func`` path: agentgym runs the multi-turn loop with the trainer's own model.
+
+TRL (>= 1.16) calls ``rollout_func(prompts, trainer)`` with the prompts of this process's batch, each
+already repeated ``num_generations`` times, and expects exactly one completion per prompt received:
+``prompt_ids``, ``completion_ids``, ``logprobs`` and, optionally, ``env_mask`` (1 for tokens the model
+wrote, 0 for tokens the environment wrote, which TRL keeps out of the loss). Every other key reaches
+the reward functions as a keyword argument.
+
+Each rollout here is an agentgym episode: the model generates a turn with the trainer's generation
+backend (transformers or vLLM, as configured), the text is parsed with agentgym's one tool-call parser
+and stepped through the env, and the env's answer is appended in the chat template's own rendering,
+masked out. Completions are cut to ``max_completion_length`` by us; an episode the budget cuts short
+is scored as it stands. Per-turn rewards and each turn's token span travel along for
+:class:`~agentgym.trl.credit.TurnCreditGRPOTrainer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentgym.env import Env
+from agentgym.errors import EnvError
+from agentgym.trl import _loop
+from agentgym.trl._episode import finish
+from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
+from agentgym.types import Message, Task
+
+_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+
+
+def chat_dicts(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages as chat-template input (tool calls in text stay in the content, as the model wrote them)."""
+    out = []
+    for m in messages:
+        d: dict[str, Any] = {"role": m.role, "content": m.text}
+        if m.role == "tool":
+            d["name"] = m.name or "tool"
+        out.append(d)
+    return out
+
+
+class TemplateRenderer:
+    """Token ids for prompts and env observations, rendered by the tokenizer's chat template.
+
+    Observations are rendered the way TRL renders tool results: a short dummy conversation with and
+    without the new messages, keeping the difference after the assistant's end-of-turn token. That
+    needs a prefix-preserving template; when the tokenizer's is not (Qwen3's drops earlier think
+    blocks), TRL's training variant of it is used, as TRL itself does.
+    """
+
+    def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> None:
+        from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+
+        self.tokenizer = tokenizer
+        self.kwargs = dict(chat_template_kwargs or {})
+        if not is_chat_template_prefix_preserving(tokenizer):
+            self.kwargs["chat_template"] = get_training_chat_template(tokenizer)
+
+    def _ids(self, messages: list[dict[str, Any]], **kwargs: Any) -> list[int]:
+        return list(self.tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False,
+                                                       **self.kwargs, **kwargs))
+
+    def prompt(self, messages: Sequence[Message], tools: list[dict[str, Any]]) -> list[int]:
+        """The prompt's ids, generation prompt included."""
+        return self._ids(chat_dicts(messages), tools=tools or None, add_generation_prompt=True)
+
+    def observation(self, observation: Sequence[Message]) -> list[int]:
+        """Ids after an assistant's end-of-turn token: the env's answer and the generation prompt."""
+        first = observation[0]
+        calls = [{"type": "function", "function": {"name": first.name or "tool", "arguments": {}}}]
+        dummy: list[dict[str, Any]] = [{"role": "user", "content": "x"}]
+        dummy.append({"role": "assistant", "content": "", "tool_calls": calls} if first.role == "tool"
+                     else {"role": "assistant", "content": "x"})
+        prefix = self._ids(dummy)
+        full = self._ids(dummy + chat_dicts(observation), add_generation_prompt=True)
+        eos = [i for i, t in enumerate(prefix) if t == self.tokenizer.eos_token_id]
+        if eos:
+            prefix = prefix[: eos[-1] + 1]
+        if full[: len(prefix)] != prefix:
+            raise EnvError("the chat template does not render a conversation's start as a prefix of it")
+        return full[len(prefix):]
+
+
+@dataclass
+class _Rollout:
+    env: Env
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    spans: list[list[int]] = field(default_factory=list)
+    has_logprobs: bool = True
+
+    def add(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
+        self.completion_ids += ids
+        self.env_mask += [mask] * len(ids)
+        self.logprobs += logprobs if logprobs is not None else [0.0] * len(ids)
+        if mask and logprobs is None:
+            self.has_logprobs = False
+
+
+def _generate(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -> tuple[list[list[int]], Any]:
+    """One turn for each prompt with the trainer's generation backend, capped at ``max_new_tokens``.
+
+    Uses ``GRPOTrainer._generate_single_turn`` (TRL 1.16, hence the pin) so generation follows the
+    trainer's configuration (sampling parameters, vLLM or transformers) and weights.
+    """
+    config = getattr(trainer, "generation_config", None)
+    saved = getattr(config, "max_new_tokens", None)
+    if config is not None:
+        config.max_new_tokens = max_new_tokens
+    try:
+        return trainer._generate_single_turn(prompts, None, {}, 1)  # type: ignore[no-any-return]
+    finally:
+        if config is not None:
+            config.max_new_tokens = saved
+
+
+class EnvRollout:
+    """A ``rollout_func`` that plays each prompt as one agentgym episode with the trainer's model.
+
+    Args:
+        source: The env to play (id, class, or no-argument factory); one fresh env per rollout.
+    """
+
+    def __init__(self, source: EnvSource) -> None:
+        self.env_class, self.make_env = env_factory(source)
+        self._renderer: TemplateRenderer | None = None
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        if self._renderer is None or self._renderer.tokenizer is not tokenizer:
+            self._renderer = TemplateRenderer(tokenizer, getattr(trainer, "chat_template_kwargs", None))
+        rollouts = self.play([self.task_of(p) for p in prompts], trainer, self._renderer,
+                             trainer.max_completion_length)
+        return self.collect(rollouts)
+
+    @staticmethod
+    def task_of(prompt: Any) -> Task:
+        """The task a prompt row carries (see :func:`~agentgym.trl.environment.task_dataset`)."""
+        task_json = prompt[-1].get(TASK_COLUMN) if isinstance(prompt, list) and prompt else None
+        if not task_json:
+            raise EnvError(f"prompt has no {TASK_COLUMN!r}: build the dataset with agentgym.trl.task_dataset")
+        return Task.model_validate_json(task_json)
+
+    def play(
+        self, tasks: list[Task], trainer: Any, renderer: TemplateRenderer, budget: int
+    ) -> list[_Rollout]:
+        """Run one episode per task, all turns batched across episodes; returns them finished."""
+        rollouts = [_Rollout(env=self.make_env()) for _ in tasks]
+
+        async def reset_all() -> list[list[Message]]:
+            return list(await asyncio.gather(*(r.env.reset(t) for r, t in zip(rollouts, tasks, strict=True))))
+
+        for r, opening in zip(rollouts, _loop.run(reset_all()), strict=True):
+            r.prompt_ids = renderer.prompt(opening, [t.to_openai() for t in r.env.tools])
+        active = list(range(len(rollouts)))
+        try:
+            while active:
+                room = {i: budget - len(rollouts[i].completion_ids) for i in active}
+                ids, logprobs = _generate(trainer, [rollouts[i].prompt_ids + rollouts[i].completion_ids
+                                                    for i in active], max(room.values()))
+                actions = []
+                for j, i in enumerate(active):
+                    new = list(ids[j][: room[i]])
+                    start = len(rollouts[i].completion_ids)
+                    rollouts[i].add(new, 1, list(logprobs[j][: room[i]]) if logprobs is not None else None)
+                    rollouts[i].spans.append([start, start + len(new)])
+                    text = _THINK.sub("", tokenizer_decode(renderer.tokenizer, new))
+                    actions.append(Message(role="assistant", content=text))
+
+                async def step_all(actions: list[Message] = actions, active: list[int] = active) -> list[Any]:
+                    return list(await asyncio.gather(*(rollouts[i].env.step(a)
+                                                       for i, a in zip(active, actions, strict=True))))
+
+                still = []
+                for i, result in zip(active, _loop.run(step_all()), strict=True):
+                    r = rollouts[i]
+                    done = result.terminated or result.truncated or not result.observation
+                    if done or len(r.completion_ids) >= budget:
+                        continue
+                    r.add(renderer.observation(result.observation), 0)
+                    if len(r.completion_ids) < budget:
+                        still.append(i)
+                active = still
+        finally:
+            _loop.run(self._finish_all(rollouts))
+        for r in rollouts:
+            del r.completion_ids[budget:], r.env_mask[budget:], r.logprobs[budget:]
+        return rollouts
+
+    @staticmethod
+    async def _finish_all(rollouts: list[_Rollout]) -> None:
+        for r in rollouts:
+            try:
+                await finish(r.env)
+            finally:
+                await r.env.close()
+
+    @staticmethod
+    def collect(rollouts: list[_Rollout]) -> dict[str, Any]:
+        """The dict TRL expects, plus the env's rewards for the reward functions.
+
+        ``logprobs`` is ``None`` when the generation backend gives none (transformers' ``generate``, as
+        in TRL's own path); TRL then needs none, since only vLLM's importance sampling reads them.
+        Env tokens carry a logprob of 0, and are masked out.
+        """
+        trajectories = [r.env.trajectory for r in rollouts]
+        sampled = all(r.has_logprobs for r in rollouts)
+        return {
+            "prompt_ids": [r.prompt_ids for r in rollouts],
+            "completion_ids": [r.completion_ids for r in rollouts],
+            "logprobs": [r.logprobs for r in rollouts] if sampled else None,
+            "env_mask": [r.env_mask for r in rollouts],
+            "agentgym_reward": [t.reward if t else 0.0 for t in trajectories],
+            "agentgym_turn_rewards": [[turn.reward for turn in t.turns] if t else [] for t in trajectories],
+            "agentgym_turn_spans": [r.spans for r in rollouts],
+            "agentgym_components": [dict(t.reward_components) if t else {} for t in trajectories],
+        }
+
+
+def tokenizer_decode(tokenizer: Any, ids: list[int]) -> str:
+    """Decode a turn, dropping special tokens (end-of-turn, padding) but keeping tool-call markup."""
+    return str(tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def env_reward_func(name: str) -> Callable[..., list[float]]:
+    """A TRL reward function returning the env's episode return, logging each reward component.
+
+    Named ``name`` so TRL logs it as ``rewards/<name>/mean``, the same column the
+    ``environment_factory`` path gives.
+    """
+
+    def reward(completions: list[Any], agentgym_reward: list[float],
+               agentgym_components: list[dict[str, float]] | None = None,
+               log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float]:
+        if log_metric is not None and agentgym_components:
+            for key in sorted({k for c in agentgym_components for k in c}):
+                values = [c[key] for c in agentgym_components if key in c]
+                log_metric(f"components/{key}", sum(values) / len(values))
+        return [float(r) for r in agentgym_reward]
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
+
+
+@dataclass
+class RolloutSpec:
+    """What ``GRPOTrainer`` needs to train on an agentgym env through ``rollout_func``."""
+
+    train_dataset: Any
+    rollout_func: EnvRollout
+    reward_funcs: list[Callable[..., list[float]]]
+
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``GRPOTrainer(...)`` (or :class:`TurnCreditGRPOTrainer`)."""
+        return {"train_dataset": self.train_dataset, "rollout_func": self.rollout_func,
+                "reward_funcs": self.reward_funcs}
+
+
+def rollout_spec(source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1) -> RolloutSpec:
+    """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``."""
+    rollout = EnvRollout(source)
+    return RolloutSpec(task_dataset(source, tasks, repeat=repeat), rollout,
+                       [env_reward_func(rollout.env_class.__name__)])
