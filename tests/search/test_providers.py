@@ -1,0 +1,167 @@
+"""Web-search providers against a local server speaking each one's wire format, errors included."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from agentgym.envs.search.backend import SearchProviderError
+from agentgym.envs.search.policies import ReferencePolicy
+from agentgym.envs.search.providers import PROVIDERS, HTTPProvider, SearXNG, Tavily
+
+from agentgym import make
+from agentgym.errors import ToolError
+from agentgym.rollout import rollout
+from agentgym.types import Task
+from tests.search.conftest import Serve
+from tests.search.webfake import KEY, FakeWeb
+
+NAMES = ["tavily", "brave", "serper", "searxng"]
+
+
+@pytest.fixture
+async def fake(serve: Serve) -> AsyncIterator[FakeWeb]:
+    web_ = FakeWeb()
+    web_.base = await serve(web_.app())
+    yield web_
+
+
+def provider(fake: FakeWeb, name: str, **options: float) -> HTTPProvider:
+    settings = {"timeout": 5.0, "retries": 3, "backoff": 0.01, "per_second": 1000.0, **options}
+    key = None if name == "searxng" else KEY
+    return PROVIDERS[name](api_key=key, base_url=f"{fake.base}/{name}", **settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_search_speaks_each_providers_format(fake: FakeWeb, name: str) -> None:
+    engine = provider(fake, name)
+    results = await engine.search("who won super bowl 50", 2)
+    await engine.close()
+    assert [r.id for r in results] == [f"{fake.base}/pages/broncos", f"{fake.base}/pages/panthers"]
+    assert results[0].url == results[0].id and results[0].title == "Super Bowl 50"
+    assert results[0].snippet == "The AFC champion Denver Broncos defeated the Panthers."  # no <strong>
+    assert results[0].score > results[1].score > 0
+    sent = fake.requests[-1]
+    if name == "tavily":
+        assert sent["headers"]["Authorization"] == f"Bearer {KEY}"
+        assert sent["body"] == {"query": "who won super bowl 50", "max_results": 2, "search_depth": "basic"}
+    elif name == "brave":
+        assert sent["headers"]["X-Subscription-Token"] == KEY
+        assert sent["headers"]["Accept"] == "application/json"
+        assert sent["query"] == {"q": "who won super bowl 50", "count": "2"}
+    elif name == "serper":
+        assert sent["headers"]["X-API-KEY"] == KEY
+        assert sent["body"] == {"q": "who won super bowl 50", "num": 2}
+    else:
+        assert sent["query"] == {"q": "who won super bowl 50", "format": "json"}
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("tavily", "HTTP 401: Unauthorized: missing or invalid API key.; check TAVILY_API_KEY"),
+        ("brave", "HTTP 422: The provided subscription token is invalid."),
+        ("serper", "HTTP 403: Unauthorized.; check SERPER_API_KEY"),
+    ],
+)
+async def test_a_rejected_key_fails_at_once_in_its_words(fake: FakeWeb, name: str, message: str) -> None:
+    engine = PROVIDERS[name](api_key="wrong", base_url=f"{fake.base}/{name}", backoff=0.01)
+    with pytest.raises(SearchProviderError, match=message.replace(".", r"\.").replace("?", r"\?")):
+        await engine.search("q", 3)
+    await engine.close()
+    assert len(fake.requests) == 1
+
+
+async def test_searxng_without_json_format_says_how_to_fix_it(fake: FakeWeb) -> None:
+    engine = SearXNG(base_url=f"{fake.base}/searxng", backoff=0.01)
+    with pytest.raises(SearchProviderError, match="403: 403 Forbidden; is the json format enabled"):
+        await engine._request("GET", f"{fake.base}/searxng/search", params={"q": "x", "format": "html"})
+    await engine.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_rate_limits_and_server_errors_are_retried(fake: FakeWeb, name: str) -> None:
+    fake.faults = ["429", "500"]
+    engine = provider(fake, name)
+    results = await engine.search("super bowl", 1)
+    await engine.close()
+    assert len(results) == 1 and len(fake.requests) == 3
+
+
+async def test_retries_give_up_with_the_last_error(fake: FakeWeb) -> None:
+    fake.faults = ["500", "500", "429", "500"]
+    engine = provider(fake, "tavily")
+    expected = r"tavily: HTTP 429: Rate limit exceeded\. \(gave up after 3 attempts\)"
+    with pytest.raises(SearchProviderError, match=expected):
+        await engine.search("super bowl", 1)
+    await engine.close()
+    assert len(fake.requests) == 3
+
+
+async def test_a_hanging_provider_times_out_and_is_retried(fake: FakeWeb) -> None:
+    fake.faults = ["hang"]
+    engine = provider(fake, "brave", timeout=0.3)
+    started = time.monotonic()
+    results = await engine.search("super bowl", 2)
+    await engine.close()
+    assert len(results) == 2 and len(fake.requests) == 2 and time.monotonic() - started < 5
+    fake.faults = ["hang", "hang"]
+    engine = provider(fake, "brave", timeout=0.3, retries=2)
+    with pytest.raises(SearchProviderError, match="TimeoutError"):
+        await engine.search("super bowl", 2)
+    await engine.close()
+
+
+async def test_requests_are_spaced_to_the_rate_limit(fake: FakeWeb) -> None:
+    engine = provider(fake, "serper", per_second=10.0)
+    started = time.monotonic()
+    for _ in range(4):
+        await engine.search("q", 1)
+    await engine.close()
+    assert time.monotonic() - started >= 0.3
+
+
+def test_keys_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    monkeypatch.delenv("SEARXNG_URL", raising=False)
+    with pytest.raises(SearchProviderError, match="set TAVILY_API_KEY"):
+        Tavily()
+    with pytest.raises(SearchProviderError, match="set SEARXNG_URL"):
+        SearXNG()
+    monkeypatch.setenv("TAVILY_API_KEY", "from-env")
+    monkeypatch.setenv("SEARXNG_URL", "http://127.0.0.1:1/")
+    assert Tavily().api_key == "from-env" and SearXNG().base_url == "http://127.0.0.1:1"
+
+
+async def test_open_extracts_a_pages_readable_text(fake: FakeWeb) -> None:
+    engine = provider(fake, "tavily")
+    page = await engine.open(f"{fake.base}/pages/broncos")
+    assert page.title == "Super Bowl 50" and page.url == f"{fake.base}/pages/broncos"
+    assert "Denver Broncos defeated" in page.text and "Levi's Stadium" in page.text
+    assert "<p>" not in page.text and "Copyright notice" not in page.text
+    plain = await engine.open(f"{fake.base}/pages/notes.txt")
+    assert plain.text == "Plain notes: the Broncos won."
+    for target, message in [
+        (f"{fake.base}/pages/gone", "HTTP 404"),
+        (f"{fake.base}/pages/report.pdf", "'application/pdf' is not a web page"),
+        ("squad-12", "is not a URL"),
+        ("http://127.0.0.1:9/nothing", "could not open"),
+    ]:
+        with pytest.raises(ToolError, match=message):
+            await engine.open(target)
+    await engine.close()
+
+
+async def test_an_episode_on_a_web_provider(fake: FakeWeb) -> None:
+    env = make("search", backend=provider(fake, "serper"), hit_reward=0.5)
+    task = Task(id="web/1", prompt="Which team won Super Bowl 50?",
+                data={"answers": ["Denver Broncos"], "paragraph_ids": ["squad-0"]})
+    trajectory = await rollout(env, ReferencePolicy(), task)
+    await env.close()
+    search, opened, _ = trajectory.turns
+    assert json.loads(search.observation[0].text)["results"][0]["id"] == f"{fake.base}/pages/broncos"
+    assert search.reward == 0.5 and search.info["retrieval_hit"] is True  # the gold answer is in a snippet
+    assert "(page 1 of 1)" in opened.observation[0].text
+    assert trajectory.reward_components == {"em": 1.0, "f1": 1.0} and trajectory.reward == 1.5
