@@ -1,0 +1,37 @@
+"""Fixtures for the sandbox suite: small limits, and one fresh sandbox per test on each backend.
+
+Sandboxes here are started directly (no pool) so that every test owns exactly what it checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.sandbox import AgentSandbox
+
+from tests.conftest import docker_or_skip
+
+SMALL = Limits(
+    cpus=1.0, memory_mb=256, pids=64, disk_mb=32, wall_seconds=300, exec_timeout=20, output_bytes=8192
+)
+
+
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each sandbox backend in turn; Docker skips (or fails under CI) with no engine."""
+    if request.param == "docker":
+        docker_or_skip()
+    return request.param
+
+
+@pytest.fixture
+async def sandbox(backend: str) -> AsyncIterator[AgentSandbox]:
+    """A fresh sandbox with :data:`SMALL` limits, destroyed after the test."""
+    box = await start(backend, "python", SMALL)
+    try:
+        yield box
+    finally:
+        await box.close()

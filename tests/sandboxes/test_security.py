@@ -1,0 +1,176 @@
+"""Untrusted code stays inside its limits on every backend: network, memory, processes, CPU, disk,
+output, environment, host files and the Docker socket."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from agentgym.sandboxes.sandbox import AgentSandbox
+
+from tests.sandboxes.conftest import SMALL
+
+
+def host_addresses() -> list[str]:
+    """Addresses of this host a sandbox might try to reach it on."""
+    found = {"127.0.0.1"}
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("1.1.1.1", 53))  # UDP connect sends nothing; it picks the outgoing address
+        found.add(probe.getsockname()[0])
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    found.add("172.17.0.1")  # the Docker bridge's gateway, i.e. the host seen from a container
+    return sorted(found)
+
+
+@pytest.fixture
+async def host_server() -> AsyncIterator[int]:
+    """A TCP server on every host interface; yields its port."""
+    server = await asyncio.start_server(lambda r, w: w.close(), "0.0.0.0", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+CONNECT = """
+import socket
+for host, port in {targets!r}:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        print("reached", host, port)
+    except OSError as e:
+        print("blocked", host, port, type(e).__name__)
+"""
+
+
+async def test_no_network(sandbox: AgentSandbox, host_server: int) -> None:
+    targets = [("1.1.1.1", 53), *((addr, host_server) for addr in host_addresses())]
+    result = await sandbox.run_python(CONNECT.format(targets=targets), timeout=30)
+    assert result.error is None
+    assert "reached" not in result.output
+    assert result.output.count("blocked") == len(targets)
+
+
+async def test_memory_cap(sandbox: AgentSandbox) -> None:
+    twice = 2 * SMALL.memory_mb << 20
+    result = await sandbox.run_python(f"hog = b'x' * {twice}")
+    assert result.error is not None
+    assert result.restarted or "MemoryError" in result.error
+    assert (await sandbox.run_python("print('fine')")).output == "fine\n"
+    shell = await sandbox.exec(f"python3 -c 'b\"x\" * {twice}'")
+    assert shell.exit_code != 0
+    assert (await sandbox.exec("echo fine")).stdout == "fine\n"
+
+
+FORK_UNTIL_REFUSED = """
+import os, time
+n = 0
+try:
+    while n < 10000:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+"""
+
+
+async def test_processes_are_bounded(sandbox: AgentSandbox) -> None:
+    result = await sandbox.exec(f"python3 -c '{FORK_UNTIL_REFUSED}'", timeout=20)
+    assert 0 < int(result.stdout) < SMALL.pids
+    bomb = await sandbox.exec("f() { f | f & }; f; sleep 30", timeout=3)
+    assert bomb.timed_out
+    for _ in range(20):  # the engine frees the bomb's pids a moment after the kill
+        if (await sandbox.exec("echo survived")).stdout == "survived\n":
+            break
+        await asyncio.sleep(0.25)
+    else:
+        pytest.fail("the sandbox did not recover from a fork bomb")
+
+
+async def test_cpu_time_is_bounded(sandbox: AgentSandbox) -> None:
+    started = time.monotonic()
+    shell = await sandbox.exec("while :; do :; done", timeout=1)
+    python = await sandbox.run_python("while True:\n    pass", timeout=1)
+    assert shell.timed_out and python.timed_out
+    assert time.monotonic() - started < 8
+
+
+async def test_disk_is_bounded(sandbox: AgentSandbox) -> None:
+    twice = 2 * SMALL.disk_mb
+    for path in ("/work/big", "/tmp/big"):
+        result = await sandbox.run_python(
+            f"with open({path!r}, 'wb') as f:\n    for _ in range({twice}):\n        f.write(bytes(1 << 20))"
+        )
+        assert result.error is not None
+        assert "No space left on device" in result.error or "File too large" in result.error
+        await sandbox.exec(f"rm -f {path}")
+    readonly = await sandbox.exec("echo x > /usr/escape || echo x > /escape")
+    assert readonly.exit_code != 0
+
+
+async def test_output_flood_is_truncated_quickly(sandbox: AgentSandbox) -> None:
+    started = time.monotonic()
+    shell = await sandbox.exec("head -c 200000000 /dev/zero | tr '\\0' x; echo tail >&2", timeout=30)
+    python = await sandbox.run_python("print('y' * 50_000_000)", timeout=30)
+    assert time.monotonic() - started < 10
+    assert shell.truncated and shell.exit_code == 0
+    assert shell.stdout == "x" * SMALL.output_bytes and shell.stderr == "tail\n"
+    assert python.truncated and python.output == "y" * SMALL.output_bytes
+
+
+async def test_environment_is_empty(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentgym.sandboxes.pool import start
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-agentgym-test-must-not-leak")
+    async with await start(backend, "python", SMALL) as box:
+        env = await box.exec("env")
+        everywhere = await box.exec("cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'")
+        python = await box.run_python("import os\nprint(sorted(os.environ))")
+    assert "sk-agentgym" not in env.stdout + everywhere.stdout + python.output
+    names = {line.split("=", 1)[0] for line in env.stdout.splitlines()}
+    assert names <= {"PATH", "HOME", "LANG", "PWD", "SHLVL", "HOSTNAME", "_"}
+
+
+@pytest.fixture
+def host_secrets(tmp_path: Path) -> Iterator[tuple[str, list[Path]]]:
+    """A secret in the test's tmp dir and in $HOME, world-readable; plus the project's own files."""
+    secret = f"agentgym-secret-{uuid.uuid4().hex}"
+    in_tmp = tmp_path / "secret.txt"
+    in_home = Path.home() / f".{secret}"
+    for path in (in_tmp, in_home):
+        path.write_text(secret)
+        path.chmod(0o644)
+    project = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        yield secret, [in_tmp, in_home, project]
+    finally:
+        in_home.unlink()
+
+
+async def test_host_files_are_invisible(sandbox: AgentSandbox, host_secrets: tuple[str, list[Path]]) -> None:
+    secret, paths = host_secrets
+    result = await sandbox.exec("cat " + " ".join(map(str, paths)) + f"; ls {paths[0].parent}")
+    assert secret not in result.stdout
+    assert "[project]" not in result.stdout
+    assert result.exit_code != 0
+
+
+async def test_no_docker_socket_and_no_root(sandbox: AgentSandbox) -> None:
+    result = await sandbox.exec(
+        "ls -l /var/run/docker.sock /run/docker.sock /run/containerd/containerd.sock 2>&1; id -u"
+    )
+    assert "No such file" in result.stdout
+    assert result.stdout.splitlines()[-1] != "0"
