@@ -114,7 +114,12 @@ class SandboxPool:
         self._closed = False
 
     def __repr__(self) -> str:
-        return f"<SandboxPool {self.backend} {self.image} ready={len(self._ready)} size={self.size}>"
+        return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
+
+    @property
+    def ready(self) -> int:
+        """Spares ready to hand out now."""
+        return len(self._ready)
 
     async def acquire(self) -> AgentSandbox:
         """A ready sandbox; the caller owns it and must ``close()`` it.

@@ -1,0 +1,37 @@
+"""Images without a registry: recipe tags follow their content, builds are cached, references pass through."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from agentgym.sandboxes import build_image, builder, engine
+
+from agentgym.errors import SandboxError
+from tests.conftest import docker_or_skip
+
+
+def test_recipe_tag_is_a_content_hash() -> None:
+    tag = builder.image_tag("python")
+    assert tag.startswith("agentgym/python:") and len(tag.split(":")[1]) == 12
+    assert builder.image_tag("python") == tag
+    assert builder.resolve("python") == tag
+    assert builder.resolve("python:3.12-slim") == "python:3.12-slim"
+    assert builder.resolve("ghcr.io/org/img") == "ghcr.io/org/img"
+
+
+def test_unknown_recipe_names_the_known_ones() -> None:
+    with pytest.raises(SandboxError, match="known: .*python"):
+        builder.resolve("no-such-recipe")
+
+
+@pytest.mark.docker
+async def test_build_is_cached_and_image_is_small() -> None:
+    docker_or_skip()
+    tag = await asyncio.to_thread(build_image, "python")  # builds once per machine (~45 s)
+    started = time.monotonic()
+    assert await asyncio.to_thread(build_image, "python") == tag
+    assert time.monotonic() - started < 2
+    image = engine.client().images.get(tag)
+    assert image.attrs["Size"] < 200 * 1024 * 1024

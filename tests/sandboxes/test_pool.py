@@ -1,0 +1,77 @@
+"""Warm pools and backend choice: fast hand-outs, growth on demand, clean shutdown, clear failures."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from agentgym.sandboxes import SandboxPool, acquire, shutdown_pools
+from agentgym.sandboxes.engine import available
+from agentgym.sandboxes.pool import resolve_backend
+
+from agentgym.errors import SandboxError
+from tests.conftest import docker_or_skip
+from tests.sandboxes.conftest import SMALL
+
+
+async def wait_ready(pool: SandboxPool, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while pool.ready < count:
+        assert time.monotonic() < deadline, f"pool never had {count} spares: {pool}"
+        await asyncio.sleep(0.02)
+
+
+async def test_pool_hands_out_warm_sandboxes(backend: str) -> None:
+    pool = SandboxPool(backend, "python", SMALL, size=2)
+    first = await pool.acquire()
+    await wait_ready(pool, 2)
+    started = time.monotonic()
+    second = await pool.acquire()
+    assert time.monotonic() - started < 0.05
+    assert second.id != first.id
+    assert (await second.run_python("print(1 + 1)")).output == "2\n"
+    await wait_ready(pool, 2)
+    await pool.shutdown()
+    assert pool.ready == 0
+    await asyncio.gather(first.close(), second.close())
+    with pytest.raises(SandboxError, match="shut down"):
+        await pool.acquire()
+
+
+async def test_acquire_uses_a_provider_object() -> None:
+    pool = SandboxPool("local", limits=SMALL, size=1)
+    box = await acquire(pool)
+    try:
+        assert (await box.exec("echo ok")).stdout == "ok\n"
+    finally:
+        await box.close()
+        await pool.shutdown()
+
+
+async def test_shared_pools_grow_on_demand_and_shut_down() -> None:
+    boxes = await asyncio.gather(*(acquire("local", limits=SMALL) for _ in range(3)))
+    assert len({b.id for b in boxes}) == 3
+    await asyncio.gather(*(b.close() for b in boxes))
+    again = await acquire("local", limits=SMALL)
+    await again.close()
+    await shutdown_pools()
+
+
+async def test_unknown_backend_is_refused() -> None:
+    with pytest.raises(SandboxError, match="unknown sandbox backend"):
+        await acquire("kubernetes")
+
+
+@pytest.mark.docker
+async def test_missing_image_fails_with_the_reason() -> None:
+    docker_or_skip()
+    started = time.monotonic()
+    with pytest.raises(SandboxError, match="could not be pulled"):
+        await acquire("docker", image="agentgym-test/no-such-image:1", limits=SMALL)
+    assert time.monotonic() - started < 60
+    await shutdown_pools()
+
+
+async def test_auto_prefers_docker() -> None:
+    assert await resolve_backend("auto") == ("docker" if available() else "local")
