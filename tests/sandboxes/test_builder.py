@@ -22,7 +22,7 @@ def test_recipe_tag_is_a_content_hash() -> None:
 
 
 def test_unknown_recipe_names_the_known_ones() -> None:
-    with pytest.raises(SandboxError, match="known: .*python"):
+    with pytest.raises(SandboxError, match=r"known: .*python"):
         builder.resolve("no-such-recipe")
 
 
