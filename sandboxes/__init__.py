@@ -16,8 +16,8 @@ until a Docker sandbox is asked for.
 """
 
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
-from agentgym.sandboxes.builder import build_image
-from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools
+from agentgym.sandboxes.builder import build_image, image_tag
+from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
 
 __all__ = [
@@ -29,7 +29,9 @@ __all__ = [
     "SandboxPool",
     "acquire",
     "build_image",
+    "image_tag",
     "list_sandboxes",
     "prune",
     "shutdown_pools",
+    "warm_up",
 ]

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from agentgym.sandboxes import SandboxPool, acquire, shutdown_pools
+from agentgym.sandboxes import SandboxPool, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.engine import available
 from agentgym.sandboxes.pool import resolve_backend
 
@@ -15,23 +15,17 @@ from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 
 
-async def wait_ready(pool: SandboxPool, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while pool.ready < count:
-        assert time.monotonic() < deadline, f"pool never had {count} spares: {pool}"
-        await asyncio.sleep(0.02)
-
-
 async def test_pool_hands_out_warm_sandboxes(backend: str) -> None:
     pool = SandboxPool(backend, "python", SMALL, size=2)
     first = await pool.acquire()
-    await wait_ready(pool, 2)
+    await pool.fill()
+    assert pool.ready == 2
     started = time.monotonic()
     second = await pool.acquire()
     assert time.monotonic() - started < 0.05
     assert second.id != first.id
     assert (await second.run_python("print(1 + 1)")).output == "2\n"
-    await wait_ready(pool, 2)
+    await pool.fill()
     await pool.shutdown()
     assert pool.ready == 0
     await asyncio.gather(first.close(), second.close())
@@ -50,6 +44,11 @@ async def test_acquire_uses_a_provider_object() -> None:
 
 
 async def test_shared_pools_grow_on_demand_and_shut_down() -> None:
+    await warm_up("local", limits=SMALL, count=2)
+    started = time.monotonic()
+    warm = await acquire("local", limits=SMALL)
+    assert time.monotonic() - started < 0.05
+    await warm.close()
     boxes = await asyncio.gather(*(acquire("local", limits=SMALL) for _ in range(3)))
     assert len({b.id for b in boxes}) == 3
     await asyncio.gather(*(b.close() for b in boxes))
