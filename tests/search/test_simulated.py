@@ -1,0 +1,95 @@
+"""Simulated search: an LLM (here a local OpenAI-format server) writes the results, with noise."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agentgym.envs.search.backend import SearchProviderError
+from agentgym.envs.search.policies import ReferencePolicy
+from agentgym.envs.search.simulated import SimulatedSearch
+
+from agentgym import make
+from agentgym.errors import ToolError
+from agentgym.rollout import rollout
+from agentgym.testing import FakeOpenAI, completion
+from agentgym.types import Task
+
+
+def writer(request: dict[str, Any]) -> dict[str, Any]:
+    """A fake writer model that follows the prompt: one result per requested slot, useful or noisy."""
+    prompt = request["messages"][0]["content"]
+    kinds = re.search(r"in this order: (.*)\.", prompt).group(1).split(", ")  # type: ignore[union-attr]
+    query = prompt.rsplit("Query: ", 1)[1]
+    results = [
+        {"title": f"{kind.split()[1]} result {i} for {query}", "url": f"https://sim.example/{i}",
+         "snippet": "Denver Broncos won." if "useful" in kind else "The Panthers are a team.",
+         "content": ("The Denver Broncos won Super Bowl 50." if "useful" in kind else "Charlotte is a city.")}
+        for i, kind in enumerate(kinds, 1)
+    ]
+    return completion(content="```json\n" + json.dumps({"results": results}) + "\n```")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(writer) as s:
+        yield s
+
+
+def simulated(server: FakeOpenAI, **options: Any) -> SimulatedSearch:
+    return SimulatedSearch("openai/fake-writer", api_base=server.base_url, api_key="sk-test", **options)
+
+
+async def test_results_follow_the_noise_setting(server: FakeOpenAI) -> None:
+    clean = await simulated(server, noise=0.0).search("super bowl 50 winner", 3)
+    assert [r.title for r in clean] == [f"useful result {i} for super bowl 50 winner" for i in (1, 2, 3)]
+    assert [r.id for r in clean] == ["https://sim.example/1", "https://sim.example/2", "https://sim.example/3"]
+    assert [r.score for r in clean] == [1.0, 0.5, 0.3333]
+    noisy = await simulated(server, noise=1.0).search("q", 2)
+    assert all(r.title.startswith("noisy") for r in noisy)
+    first = [r.title.split()[0] for r in await simulated(server, noise=0.5, seed=3).search("q", 10)]
+    again = [r.title.split()[0] for r in await simulated(server, noise=0.5, seed=3).search("q", 10)]
+    assert first == again and {"useful", "noisy"} == set(first)
+    assert server.requests[0]["model"] == "fake-writer"
+
+
+async def test_open_returns_the_page_the_model_wrote(server: FakeOpenAI) -> None:
+    engine = simulated(server)
+    results = await engine.search("super bowl", 1)
+    page = await engine.open(results[0].id)
+    assert page.text == "The Denver Broncos won Super Bowl 50." and page.url == "https://sim.example/1"
+    with pytest.raises(ToolError, match="no result"):
+        await engine.open("https://sim.example/99")
+
+
+async def test_unreadable_output_is_asked_again_then_fails() -> None:
+    replies = iter([completion(content="Sorry, I cannot."), completion(content='{"results": [{"title": "T", '
+                                                                               '"snippet": "S"}]}')])
+    with FakeOpenAI(lambda request: next(replies)) as s:
+        results = await simulated(s).search("q", 1)
+        assert [(r.title, r.snippet) for r in results] == [("T", "S")] and results[0].id.startswith("sim-")
+        assert len(s.requests) == 2
+    with FakeOpenAI(lambda request: completion(content="no json here")) as s:
+        with pytest.raises(SearchProviderError, match="no readable JSON results twice"):
+            await simulated(s).search("q", 1)
+
+
+async def test_server_errors_are_retried_by_litellm() -> None:
+    with FakeOpenAI(writer, faults=["500"]) as s:
+        results = await simulated(s, retries=2).search("q", 2)
+        assert len(results) == 2 and s.served == {"500": 1, "ok": 1}
+    with FakeOpenAI(writer, faults=["500", "500", "500"]) as s:
+        with pytest.raises(SearchProviderError, match="simulated search"):
+            await simulated(s, retries=1).search("q", 2)
+
+
+async def test_an_episode_with_simulated_search(server: FakeOpenAI) -> None:
+    env = make("search", backend=simulated(server), hit_reward=0.25)
+    task = Task(id="sim/1", prompt="Who won Super Bowl 50?", data={"answers": ["Denver Broncos"]})
+    trajectory = await rollout(env, ReferencePolicy(), task)
+    await env.close()
+    assert trajectory.turns[0].info["retrieval_hit"] is True
+    assert trajectory.reward_components == {"em": 1.0, "f1": 1.0} and trajectory.reward == 1.25
