@@ -86,8 +86,10 @@ class SandboxPool:
     """Keeps ``size`` ready sandboxes of one kind and hands them out.
 
     Usable as an env's ``sandbox=`` provider: ``Env(sandbox=SandboxPool("docker", size=8))``.
-    Spares older than half their wall time are thrown away rather than handed out, and each is
-    pinged before it is given, so callers get a sandbox with most of its life ahead.
+    Spares older than half their wall time, or whose agent has gone (its stream closed), are
+    thrown away rather than handed out, so callers get a live sandbox with most of its life ahead.
+    A hand-out does not wait for anything (no ping): the agent answered when it started, is idle
+    since, and its death would have closed the stream.
 
     Args:
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
@@ -134,7 +136,7 @@ class SandboxPool:
         while self._ready:
             sandbox = self._ready.popleft()
             self._refill()
-            if time.monotonic() - sandbox.started < self.limits.wall_seconds / 2 and await sandbox.is_alive():
+            if sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2:
                 return sandbox
             self._spawn(sandbox.close())
         self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more spare

@@ -133,6 +133,11 @@ class AgentSandbox:
         encoded = base64.b64encode(raw).decode()
         await self._call("write_file", self.limits.exec_timeout, path=path, data=encoded)
 
+    @property
+    def connected(self) -> bool:
+        """Whether the agent's stream is still open and usable, without asking it anything."""
+        return not self._closed and self.client.broken is None and self.client.protocol.lost is None
+
     async def is_alive(self) -> bool:
         """Whether the agent answers a ping within two seconds; never raises."""
         if self._closed:

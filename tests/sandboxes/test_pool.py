@@ -74,3 +74,20 @@ async def test_missing_image_fails_with_the_reason() -> None:
 
 async def test_auto_prefers_docker() -> None:
     assert await resolve_backend("auto") == ("docker" if available() else "local")
+
+
+async def test_dead_spares_are_not_handed_out() -> None:
+    pool = SandboxPool("local", limits=SMALL, size=2)
+    await pool.fill()
+    dead = list(pool._ready)
+    for spare in dead:
+        spare.proc.kill()  # type: ignore[attr-defined]
+    await asyncio.sleep(0.3)  # the agents' streams close
+    box = await pool.acquire()
+    try:
+        assert box.id not in {d.id for d in dead}
+        assert (await box.exec("echo ok")).stdout == "ok\n"
+    finally:
+        await box.close()
+        await pool.shutdown()
+        await asyncio.gather(*(d.close() for d in dead))
