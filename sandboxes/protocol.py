@@ -53,15 +53,19 @@ class AgentProtocol(asyncio.Protocol):
                 self._feed(payload)
 
     def _feed(self, data: bytes) -> None:
-        lines = self._lines
-        lines += data
+        start = 0
         while True:
-            end = lines.find(b"\n")
+            end = data.find(b"\n", start)  # only new bytes are searched: a 100 MB reply stays linear
             if end < 0:
+                self._lines += data[start:]
                 return
-            line = bytes(lines[:end])
-            del lines[: end + 1]
+            if self._lines:
+                line = bytes(self._lines + data[start:end])
+                self._lines.clear()
+            else:
+                line = data[start:end]
             self._deliver(line)
+            start = end + 1
 
     def _deliver(self, line: bytes) -> None:
         if self._waiting is None:

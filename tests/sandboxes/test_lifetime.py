@@ -1,0 +1,59 @@
+"""A sandbox's life is bounded on the host side too: a wall-time limit ends it, and an agent that
+stops answering turns into an error instead of a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import pytest
+from agentgym.sandboxes import engine
+from agentgym.sandboxes.docker import DockerSandbox
+from agentgym.sandboxes.local import LocalSandbox
+from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.sandbox import GRACE_SECONDS, AgentSandbox
+
+from agentgym.errors import SandboxTimeout
+from tests.sandboxes.conftest import SMALL
+
+
+async def test_wall_time_ends_the_sandbox(backend: str) -> None:
+    box = await start(backend, "python", SMALL.model_copy(update={"wall_seconds": 2}))
+    try:
+        result = await box.exec("sleep 30", timeout=30)
+        assert result.timed_out and time.monotonic() - box.started < 6
+        with pytest.raises(SandboxTimeout, match="wall time"):
+            await box.exec("true")
+        assert not await box.is_alive()
+        if isinstance(box, DockerSandbox):  # the container removed itself, nobody had to close it
+            deadline = time.monotonic() + 10
+            while engine.client().api.containers(all=True, filters={"id": box.id}):
+                assert time.monotonic() < deadline, "the expired container was not removed"
+                await asyncio.sleep(0.2)
+    finally:
+        await box.close()
+
+
+def freeze(box: AgentSandbox) -> None:
+    """Stop the agent without killing it: the worst case for a caller waiting on an answer."""
+    if isinstance(box, DockerSandbox):
+        engine.client().api.pause(box.id)
+        return
+    assert isinstance(box, LocalSandbox)
+    if box._uid is None:
+        pytest.skip("freezing a local sandbox needs its own uid (run as root)")
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == box._uid:
+            os.kill(int(entry), signal.SIGSTOP)
+
+
+async def test_hung_agent_times_out_instead_of_hanging(sandbox: AgentSandbox) -> None:
+    freeze(sandbox)
+    started = time.monotonic()
+    with pytest.raises(SandboxTimeout, match="no answer"):
+        await sandbox.exec("true", timeout=1)
+    assert time.monotonic() - started < 1 + GRACE_SECONDS + 2
+    assert not await sandbox.is_alive()
+    await sandbox.close()
