@@ -88,11 +88,14 @@ async def test_bad_calls_come_back_to_the_model_as_errors(corpus: Corpus) -> Non
     assert env.trajectory.tool_errors == {"tool_raised": 4, "invalid_arguments": 1}
 
 
-async def test_search_for_stop_words_only_finds_nothing(corpus: Corpus) -> None:
+async def test_any_text_is_a_valid_query(corpus: Corpus) -> None:
     env = make("search")
     await env.reset(task_for(corpus, SUPER_BOWL))
-    result = await env.step(call("search", query="the of and"))
+    result = await env.step(call("search", query="?! -- ()"))
     assert json.loads(result.observation[0].text)["results"] == []
+    for query in ['IN super bowl AND OR NOT', 'title:"super bowl 50', "Super Bowl 50's (AFC) champion*"]:
+        result = await env.step(call("search", query=query, k=3))
+        assert len(json.loads(result.observation[0].text)["results"]) == 3, query
 
 
 async def test_long_documents_are_read_in_pages(corpus: Corpus) -> None:
@@ -132,7 +135,7 @@ async def test_reference_beats_baseline_on_a_sample_of_the_full_corpus(corpus: C
     reference, trajectories = await evaluate("search", ReferencePolicy(), tasks=tasks, progress=False)
     baseline, _ = await evaluate("search", BaselinePolicy(), tasks=tasks, progress=False)
     assert reference.episodes == baseline.episodes == 300 and reference.outcomes == {"terminated": 300}
-    assert reference.reward_components["em"] > 0.5  # bounded by recall@1 (0.58 over all questions)
+    assert reference.reward_components["em"] > 0.5  # bounded by recall@1 (0.595 over all questions)
     assert baseline.reward_components["f1"] < 0.02
     assert all(len(t.turns) == 3 for t in trajectories)
 
