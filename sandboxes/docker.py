@@ -16,6 +16,7 @@ socket on the event loop, and a call round trip costs a fraction of a millisecon
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -49,14 +50,8 @@ class DockerSandbox(AgentSandbox):
     """A sandbox that is one container; ``id`` is the container id."""
 
     def __init__(self, id: str, limits: Limits, client: AgentClient, attach: Any) -> None:
-        super().__init__(id, limits, client)
+        super().__init__(id, limits, client, functools.partial(engine.remove_container, id))
         self._attach = attach  # keeps the HTTP response that owns the hijacked socket alive
-
-    async def _destroy(self) -> None:
-        await asyncio.to_thread(engine.remove_container, self.id)
-
-    def _destroy_sync(self) -> None:
-        engine.remove_container(self.id)
 
 
 async def create(image: str = "python", limits: Limits | None = None) -> DockerSandbox:

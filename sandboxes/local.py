@@ -50,31 +50,23 @@ class LocalSandbox(AgentSandbox):
         self, limits: Limits, client: AgentClient, proc: subprocess.Popen[bytes], uid: int | None,
         workdir: str | None,
     ) -> None:
-        super().__init__(f"local-{proc.pid}", limits, client)
+        destroy = functools.partial(_destroy, proc, uid, workdir)
+        super().__init__(f"local-{proc.pid}", limits, client, destroy)
         self.proc = proc
         self._uid = uid
         self._workdir = workdir
 
-    async def _destroy(self) -> None:
-        self._kill()
-        await asyncio.to_thread(self._wait_and_clean)
 
-    def _destroy_sync(self) -> None:
-        self._kill()
-        self._wait_and_clean()
-
-    def _kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if self._uid is not None:
-            kill_uid(self._uid)  # strays that left the process group (setsid) without a jail
-
-    def _wait_and_clean(self) -> None:
-        self.proc.wait()
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if uid is not None:
+        kill_uid(uid)  # strays that left the process group (setsid) without a jail
+    proc.wait()
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def create(limits: Limits | None = None) -> LocalSandbox:

@@ -2,18 +2,20 @@
 
 A backend only starts the agent somewhere (a container, a bubblewrap jail), connects an
 :class:`~agentgym.sandboxes.protocol.AgentClient` to it and says how to destroy it; the rest lives
-here, so both backends behave the same. Live sandboxes sit in a weak set that an ``atexit`` hook
-destroys synchronously, a backstop for programs that exit without closing them.
+here, so both backends behave the same. The destroy function is held by a ``weakref.finalize``, so
+a sandbox nobody closed is still destroyed when it is garbage-collected or when the interpreter
+exits: the synchronous backstop behind ``close()``.
 """
 
 from __future__ import annotations
 
-import atexit
+import asyncio
 import base64
 import functools
 import logging
 import time
 import weakref
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -28,9 +30,6 @@ log = logging.getLogger(__name__)
 GRACE_SECONDS = 5.0
 PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
-
-_live: weakref.WeakSet[AgentSandbox] = weakref.WeakSet()
-
 
 @functools.cache
 def agent_source() -> str:
@@ -63,13 +62,21 @@ class AgentSandbox:
         limits: What code inside may use.
     """
 
-    def __init__(self, id: str, limits: Limits, client: AgentClient) -> None:
+    def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None]) -> None:
+        """
+        Args:
+            id: The backend's name for the sandbox.
+            limits: What code inside may use.
+            client: Connected to the sandbox's agent.
+            destroy: Blocking; frees everything the sandbox holds. Must not refer to the sandbox
+                object, since it also runs after the object is gone.
+        """
         self.id = id
         self.limits = limits
         self.client = client
         self.started = time.monotonic()
         self._closed = False
-        _live.add(self)
+        self._finalizer = weakref.finalize(self, _destroy_quietly, id, destroy)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
@@ -153,12 +160,8 @@ class AgentSandbox:
         if self._closed:
             return
         self._closed = True
-        _live.discard(self)
         self.client.close()
-        try:
-            await self._destroy()
-        except Exception as e:
-            log.warning("could not destroy sandbox %s: %s", self.id, e)
+        await asyncio.to_thread(self._finalizer)
 
     async def __aenter__(self) -> AgentSandbox:
         return self
@@ -167,14 +170,6 @@ class AgentSandbox:
         await self.close()
 
     # ----------------------------------------------------------------- for backends
-    async def _destroy(self) -> None:
-        """Stop the sandbox and free what it holds."""
-        raise NotImplementedError
-
-    def _destroy_sync(self) -> None:
-        """The same, without an event loop: the ``atexit`` backstop."""
-        raise NotImplementedError
-
     async def _wait_ready(self) -> None:
         """Wait for the agent's first answer; destroy the sandbox and raise if it never comes."""
         try:
@@ -199,11 +194,8 @@ class AgentSandbox:
             raise SandboxTimeout(f"sandbox {self.id} ran out of its {wall:g} s wall time") from e
 
 
-@atexit.register
-def _destroy_all_sync() -> None:
-    for sandbox in list(_live):
-        try:
-            sandbox._destroy_sync()
-        except Exception as e:
-            log.warning("could not destroy sandbox %s at exit: %s", sandbox.id, e)
-
+def _destroy_quietly(sandbox_id: str, destroy: Callable[[], None]) -> None:
+    try:
+        destroy()
+    except Exception as e:
+        log.warning("could not destroy sandbox %s: %s", sandbox_id, e)

@@ -111,3 +111,30 @@ async def test_reaper_removes_only_leaked_containers() -> None:
         for container_id in (orphan, expired, recycled, mine):
             await asyncio.to_thread(engine.remove_container, container_id)
     assert not any(map(exists, (orphan, expired, recycled, mine)))
+
+
+EXITS_WITHOUT_CLOSING = """
+import asyncio, os
+from agentgym.sandboxes import acquire, warm_up
+from agentgym.sandboxes.base import Limits
+
+async def main():
+    limits = Limits(memory_mb=128)
+    await warm_up("docker", limits=limits, count=2)   # spares in the shared pool
+    box = await acquire("docker", limits=limits)      # and one in use, never closed
+    print(os.getpid(), flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_exit_without_closing_leaves_nothing() -> None:
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", EXITS_WITHOUT_CLOSING, stdout=subprocess.PIPE
+    )
+    out, _ = await owner.communicate()
+    assert owner.returncode == 0
+    pid = out.decode().strip()
+    # The atexit backstop removed them before the process ended.
+    left = engine.client().api.containers(all=True, filters={"label": f"{engine.LABEL}.owner_pid={pid}"})
+    assert left == []

@@ -90,8 +90,10 @@ print(n)
 async def test_processes_are_bounded(sandbox: AgentSandbox) -> None:
     result = await sandbox.exec(f"python3 -c '{FORK_UNTIL_REFUSED}'", timeout=20)
     assert 0 < int(result.stdout) < SMALL.pids
+    started = time.monotonic()
     bomb = await sandbox.exec("f() { f | f & }; f; sleep 30", timeout=3)
-    assert bomb.timed_out
+    assert time.monotonic() - started < 8
+    assert bomb.timed_out or "fork" in bomb.stderr  # killed at the timeout, or the shell itself was refused
     for _ in range(20):  # the engine frees the bomb's pids a moment after the kill
         if (await sandbox.exec("echo survived")).stdout == "survived\n":
             break
