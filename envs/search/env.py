@@ -77,6 +77,11 @@ class SearchEnv(Env):
         hit_reward: Turn reward for the first search that retrieves gold evidence.
         repeat_penalty: Subtracted from the turn reward for each repeated query.
         page_chars: Characters per page of ``open``.
+        tasks_path: A JSONL file of :class:`~agentgym.types.Task` objects (``data.answers`` holds the
+            gold answers) to use instead of the corpus's questions, e.g. for a web backend.
+        max_turns: Override the class's turn limit.
+        sandbox: Ignored (this env needs no sandbox); accepted so that generic callers such as
+            ``agentgym eval`` can pass it to every env.
     """
 
     max_turns = 8
@@ -93,7 +98,9 @@ class SearchEnv(Env):
         hit_reward: float = 0.0,
         repeat_penalty: float = 0.0,
         page_chars: int = 2000,
+        tasks_path: str | Path | None = None,
         max_turns: int | None = None,
+        sandbox: object = None,
     ) -> None:
         super().__init__(max_turns=max_turns, sandbox=None)
         if split != "all" and split not in SPLITS:
@@ -101,6 +108,7 @@ class SearchEnv(Env):
         if page_chars < 200:
             raise EnvError("page_chars must be at least 200")
         self.split = split
+        self.tasks_path = Path(tasks_path) if tasks_path is not None else None
         engine = make_backend(backend) if isinstance(backend, str) else backend
         self.backend: SearchBackend = (RecordReplay(engine, cache, mode=cache_mode) if cache is not None
                                        else engine)
@@ -112,6 +120,9 @@ class SearchEnv(Env):
         self._hit = False
 
     def tasks(self) -> Sequence[Task]:
+        if self.tasks_path is not None:
+            lines = self.tasks_path.read_text(encoding="utf-8").splitlines()
+            return [Task.model_validate_json(line) for line in lines if line.strip()]
         return corpus_tasks(self.split)
 
     def system_prompt(self, task: Task) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from agentgym.envs.search import SearchEnv
@@ -43,6 +44,14 @@ async def test_registered_with_tools_and_splits(corpus: Corpus) -> None:
         make("search", split="wiki")
     with pytest.raises(EnvError, match="unknown search backend"):
         make("search", backend="bing")
+
+
+async def test_own_tasks_from_a_jsonl_file(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.jsonl"
+    mine = [Task(id="mine/1", prompt="Who won Super Bowl 50?", data={"answers": ["Denver Broncos"]})]
+    path.write_text("".join(t.model_dump_json() + "\n" for t in mine))
+    env = make("search", tasks_path=path, sandbox="auto")  # sandbox: what `agentgym eval` always passes
+    assert list(env.tasks()) == mine
 
 
 async def test_an_episode_searches_opens_and_is_scored(corpus: Corpus) -> None:
