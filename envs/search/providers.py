@@ -46,20 +46,25 @@ class _Retryable(Exception):
 
 
 class RateLimiter:
-    """Space calls at least ``1 / per_second`` seconds apart, across all tasks sharing it."""
+    """Space calls at least ``1 / per_second`` seconds apart, across all tasks sharing it.
+
+    Each caller books the next free slot before it sleeps; with no ``await`` between reading and
+    booking, no lock is needed, and one limiter serves any number of event loops in turn.
+    """
 
     def __init__(self, per_second: float) -> None:
         self.interval = 1.0 / per_second if per_second > 0 else 0.0
         self._next = 0.0
-        self._lock = asyncio.Lock()
 
     async def wait(self) -> None:
-        async with self._lock:
-            now = time.monotonic()
-            delay = self._next - now
-            self._next = max(now, self._next) + self.interval
-        if delay > 0:
-            await asyncio.sleep(delay)
+        now = time.monotonic()
+        slot = max(now, self._next)
+        self._next = slot + self.interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+
+_LIMITERS: dict[tuple[str, str, float], RateLimiter] = {}
 
 
 def _error_message(body: Any, text: str) -> str:
@@ -86,7 +91,8 @@ class HTTPProvider:
         timeout: Seconds for one request, connection included.
         retries: Attempts in all for a request that failed in a retryable way.
         backoff: First retry wait in seconds (doubling up to 30 s) when no ``Retry-After`` is given.
-        per_second: Request rate limit for this provider instance.
+        per_second: Request rate limit, shared by every instance in the process with the same
+            provider, base URL and rate (an evaluation makes one env, so one provider, per episode).
     """
 
     name: ClassVar[str] = ""
@@ -118,7 +124,7 @@ class HTTPProvider:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.retries = retries
         self.backoff = backoff
-        self.limiter = RateLimiter(per_second)
+        self.limiter = _LIMITERS.setdefault((self.name, self.base_url, per_second), RateLimiter(per_second))
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -170,3 +172,14 @@ async def test_reference_answers_from_the_page_it_opened_and_never_guesses(corpu
             assert answer == "unknown"
     await env.close()
     await env.close()
+
+
+def test_agentgym_eval_runs_the_reference_from_the_command_line(tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    done = subprocess.run([sys.executable, "-m", "agentgym.cli", "eval", "search", "--model", "reference",
+                           "--limit", "20", "--out", str(out)], cwd=tmp_path, text=True, capture_output=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    assert summary["episodes"] == 20 and summary["outcomes"] == {"terminated": 20}
+    assert summary["reward_components"]["em"] > 0.5 and "reward[f1]" in done.stdout

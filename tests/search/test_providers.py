@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -114,13 +115,14 @@ async def test_a_hanging_provider_times_out_and_is_retried(fake: FakeWeb) -> Non
     await engine.close()
 
 
-async def test_requests_are_spaced_to_the_rate_limit(fake: FakeWeb) -> None:
-    engine = provider(fake, "serper", per_second=10.0)
+async def test_requests_are_spaced_to_the_rate_limit_across_instances(fake: FakeWeb) -> None:
+    engines = [provider(fake, "serper", per_second=10.0) for _ in range(2)]  # e.g. two concurrent envs
     started = time.monotonic()
-    for _ in range(4):
-        await engine.search("q", 1)
-    await engine.close()
-    assert time.monotonic() - started >= 0.3
+    await asyncio.gather(*(engine.search("q", 1) for engine in engines for _ in range(3)))
+    elapsed = time.monotonic() - started
+    for engine in engines:
+        await engine.close()
+    assert 0.5 <= elapsed < 3 and len(fake.requests) == 6
 
 
 def test_keys_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
