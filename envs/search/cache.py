@@ -63,10 +63,10 @@ class RecordReplay:
     async def _answer(self, op: str, request: dict[str, Any]) -> Any:
         key = request_key(op, **request)
         if self.mode != "record" and key in self.entries:
-            entry = self.entries[key]
-            if "error" in entry:
-                raise ToolError(entry["error"])
-            return entry["response"]
+            recorded = self.entries[key]
+            if "error" in recorded:
+                raise ToolError(recorded["error"])
+            return recorded["response"]
         if self.backend is None:
             raise CacheMiss(f"{self.path} has no recording of {op} {request}: record it first (mode='auto')")
         entry: dict[str, Any] = {"key": key, "backend": self.backend.name, "op": op, "request": request}
