@@ -183,3 +183,26 @@ def test_agentgym_eval_runs_the_reference_from_the_command_line(tmp_path: Path) 
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["episodes"] == 20 and summary["outcomes"] == {"terminated": 20}
     assert summary["reward_components"]["em"] > 0.5 and "reward[f1]" in done.stdout
+
+
+async def test_an_episode_that_runs_out_of_turns_scores_zero(corpus: Corpus) -> None:
+    env = make("search", max_turns=2)
+    await env.reset(task_for(corpus, SUPER_BOWL))
+    await env.step(call("search", query="Super Bowl 50"))
+    result = await env.step(call("open", id_or_url="squad-0"))
+    assert result.truncated and not result.terminated and result.reward == 0.0
+    assert result.info["reward"]["components"] == {"em": 0.0, "f1": 0.0}
+
+
+def test_backends_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentgym.envs.search.providers import Brave
+    from agentgym.envs.search.simulated import SimulatedSearch
+
+    monkeypatch.setenv("BRAVE_API_KEY", "k")
+    env = make("search", backend="brave")
+    assert isinstance(env.backend, Brave) and env.backend.base_url == "https://api.search.brave.com"
+    simulated = make("search", backend="simulated:openai/gpt-4o-mini").backend
+    assert isinstance(simulated, SimulatedSearch) and simulated.model == "openai/gpt-4o-mini"
+    monkeypatch.delenv("SERPER_API_KEY", raising=False)
+    with pytest.raises(EnvError, match="set SERPER_API_KEY"):
+        make("search", backend="serper")
