@@ -189,9 +189,14 @@ class HTTPProvider:
             async with self._client().get(url, allow_redirects=True) as response:
                 if response.status >= 400:
                     raise ToolError(f"could not open {url}: HTTP {response.status}")
-                kind = response.content_type
-                raw = await response.content.read(MAX_PAGE_BYTES)
-                charset = response.charset or "utf-8"
+                kind, charset = response.content_type, response.charset or "utf-8"
+                chunks, size = [], 0
+                async for chunk in response.content.iter_chunked(1 << 16):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size >= MAX_PAGE_BYTES:  # a page this long is cut, not refused
+                        break
+                raw = b"".join(chunks)[:MAX_PAGE_BYTES]
         except (TimeoutError, aiohttp.ClientError) as e:
             raise ToolError(f"could not open {url}: {type(e).__name__}: {e}") from e
         text = raw.decode(charset, errors="replace")

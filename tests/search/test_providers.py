@@ -12,7 +12,7 @@ from agentgym.envs.search.backend import SearchProviderError
 from agentgym.envs.search.policies import ReferencePolicy
 from agentgym.envs.search.providers import PROVIDERS, HTTPProvider, SearXNG, Tavily
 
-from agentgym import make
+from agentgym import Message, ToolCall, make
 from agentgym.errors import ToolError
 from agentgym.rollout import rollout
 from agentgym.types import Task
@@ -20,6 +20,11 @@ from tests.search.conftest import Serve
 from tests.search.webfake import KEY, FakeWeb
 
 NAMES = ["tavily", "brave", "serper", "searxng"]
+
+
+def call(name: str, **arguments: object) -> Message:
+    tool_call = ToolCall(id="c", name=name, arguments=json.dumps(arguments))
+    return Message(role="assistant", tool_calls=[tool_call])
 
 
 @pytest.fixture
@@ -154,6 +159,19 @@ async def test_open_extracts_a_pages_readable_text(fake: FakeWeb) -> None:
         with pytest.raises(ToolError, match=message):
             await engine.open(target)
     await engine.close()
+
+
+async def test_a_long_page_is_read_whole_and_in_pages(fake: FakeWeb) -> None:
+    env = make("search", backend=provider(fake, "tavily"), max_turns=50)
+    await env.reset(Task(id="long", prompt="?", data={"answers": ["x"]}))
+    url = f"{fake.base}/pages/long"
+    document = await env.backend.open(url)
+    assert len(document.text) > 300_000 and document.text.rstrip().endswith("The end marker.")
+    first = await env.step(call("open", id_or_url=url))
+    pages = int(first.observation[0].text.split("\n")[1].rsplit(" of ", 1)[1].rstrip(")"))
+    last = await env.step(call("open", id_or_url=url, page=pages))
+    assert pages > 150 and last.observation[0].text.rstrip().endswith("The end marker.")
+    await env.close()
 
 
 async def test_an_episode_on_a_web_provider(fake: FakeWeb) -> None:

@@ -117,6 +117,11 @@ class FakeWeb:
         name = request.match_info["name"]
         if name == "report.pdf":
             return web.Response(body=b"%PDF-1.4", content_type="application/pdf")
+        if name == "long":
+            filler = "Filler words. " * 60
+            body = "".join(f"<p>Paragraph {i} of a long article. {filler}</p>" for i in range(400))
+            html = f"<html><body><article>{body}<p>The end marker.</p></article></body></html>"
+            return web.Response(text=html, content_type="text/html")
         if name == "notes.txt":
             return web.Response(text="Plain notes: the Broncos won.", content_type="text/plain")
         if name not in PAGES:
