@@ -71,6 +71,9 @@ class SearchEnv(Env):
         split: Which questions :meth:`tasks` offers: ``"all"`` or one of squad, new_wiki, nyt,
             reddit, amazon. The searched corpus is always the whole one.
         backend: A :class:`SearchBackend`, or a name for :func:`make_backend` (default ``"local"``).
+            A backend made from a name is closed with the env; one passed in is the caller's to close,
+            so that many envs (an evaluation's concurrent episodes) can share one client and one
+            rate limit.
         cache: A JSONL file to record results into and replay them from (see :class:`RecordReplay`).
         cache_mode: ``"auto"`` (replay what is there, record the rest), ``"record"`` or ``"replay"``.
         metric: Which score is the outcome reward.
@@ -109,6 +112,7 @@ class SearchEnv(Env):
             raise EnvError("page_chars must be at least 200")
         self.split = split
         self.tasks_path = Path(tasks_path) if tasks_path is not None else None
+        self._owns_backend = isinstance(backend, str)
         engine = make_backend(backend) if isinstance(backend, str) else backend
         self.backend: SearchBackend = (RecordReplay(engine, cache, mode=cache_mode) if cache is not None
                                        else engine)
@@ -132,7 +136,8 @@ class SearchEnv(Env):
         self._queries, self._hit = set(), False
 
     async def teardown(self) -> None:
-        await self.backend.close()
+        if self._owns_backend:
+            await self.backend.close()
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:

@@ -49,6 +49,7 @@ async def play(backend: Any, tasks: list[Task]) -> list[Trajectory]:
         return [await rollout(env, ReferencePolicy(), task) for task in tasks]
     finally:
         await env.close()
+        await backend.close()
 
 
 async def test_a_recorded_web_run_replays_identically_offline(fake: FakeWeb, tmp_path: Path) -> None:
@@ -70,6 +71,7 @@ async def test_a_recorded_web_run_replays_identically_offline(fake: FakeWeb, tmp
         again = [await rollout(through_env, ReferencePolicy(), task) for task in TASKS]
     finally:
         await through_env.close()
+        await tavily.close()
     assert [stable(t) for t in again] == [stable(t) for t in recorded] and len(fake.requests) == live_requests
 
 

@@ -14,6 +14,7 @@ from agentgym.envs.search.providers import PROVIDERS, HTTPProvider, SearXNG, Tav
 
 from agentgym import Message, ToolCall, make
 from agentgym.errors import ToolError
+from agentgym.evaluation import evaluate
 from agentgym.rollout import rollout
 from agentgym.types import Task
 from tests.search.conftest import Serve
@@ -162,7 +163,8 @@ async def test_open_extracts_a_pages_readable_text(fake: FakeWeb) -> None:
 
 
 async def test_a_long_page_is_read_whole_and_in_pages(fake: FakeWeb) -> None:
-    env = make("search", backend=provider(fake, "tavily"), max_turns=50)
+    engine = provider(fake, "tavily")
+    env = make("search", backend=engine, max_turns=50)
     await env.reset(Task(id="long", prompt="?", data={"answers": ["x"]}))
     url = f"{fake.base}/pages/long"
     document = await env.backend.open(url)
@@ -172,16 +174,30 @@ async def test_a_long_page_is_read_whole_and_in_pages(fake: FakeWeb) -> None:
     last = await env.step(call("open", id_or_url=url, page=pages))
     assert pages > 150 and last.observation[0].text.rstrip().endswith("The end marker.")
     await env.close()
+    await engine.close()
 
 
 async def test_an_episode_on_a_web_provider(fake: FakeWeb) -> None:
-    env = make("search", backend=provider(fake, "serper"), hit_reward=0.5)
+    engine = provider(fake, "serper")
+    env = make("search", backend=engine, hit_reward=0.5)
     task = Task(id="web/1", prompt="Which team won Super Bowl 50?",
                 data={"answers": ["Denver Broncos"], "paragraph_ids": ["squad-0"]})
     trajectory = await rollout(env, ReferencePolicy(), task)
     await env.close()
+    await engine.close()
     search, opened, _ = trajectory.turns
     assert json.loads(search.observation[0].text)["results"][0]["id"] == f"{fake.base}/pages/broncos"
     assert search.reward == 0.5 and search.info["retrieval_hit"] is True  # the gold answer is in a snippet
     assert "(page 1 of 1)" in opened.observation[0].text
     assert trajectory.reward_components == {"em": 1.0, "f1": 1.0} and trajectory.reward == 1.5
+
+
+async def test_concurrent_episodes_share_one_provider(fake: FakeWeb) -> None:
+    engine = provider(fake, "brave")  # the caller owns it: envs closing must not close it under others
+    gold = {"answers": ["Denver Broncos"]}
+    tasks = [Task(id=f"web/{i}", prompt=f"Super Bowl 50 winner, take {i}", data=gold) for i in range(12)]
+    summary, _ = await evaluate("search", ReferencePolicy(), tasks=tasks, concurrency=4,
+                                progress=False, env_kwargs={"backend": engine})
+    await engine.close()
+    assert summary.outcomes == {"terminated": 12} and summary.reward_components["em"] == 1.0
+    assert len(fake.requests) == 12
