@@ -110,3 +110,12 @@ def test_fetch_from_a_local_sdist_checks_it_too(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("AGENTGYM_SEARCH_SDIST", str(fake))
     with pytest.raises(DataError, match="refusing it"):
         data.fetch()
+
+
+def test_the_cli_finds_the_fetcher_by_name() -> None:
+    import importlib
+
+    from agentgym.envs import DATA_FETCHERS
+
+    module, _, name = DATA_FETCHERS["search"].partition(":")
+    assert getattr(importlib.import_module(module), name) is data.fetch
