@@ -27,7 +27,8 @@ import asyncio
 import os
 import re
 import time
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
 
 import aiohttp
 from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult
@@ -36,6 +37,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from agentgym.errors import ToolError
 
 _TAGS = re.compile(r"<[^>]+>")
+T = TypeVar("T")
 MAX_PAGE_BYTES = 4 << 20
 
 
@@ -65,6 +67,12 @@ class RateLimiter:
 
 
 _LIMITERS: dict[tuple[str, str, float], RateLimiter] = {}
+
+
+def _retry_after(response: aiohttp.ClientResponse) -> float | None:
+    """``Retry-After`` in seconds, when the server sent it as a number."""
+    after = response.headers.get("Retry-After", "")
+    return float(after) if after.replace(".", "", 1).isdigit() else None
 
 
 def _error_message(body: Any, text: str) -> str:
@@ -139,27 +147,33 @@ class HTTPProvider:
             return min(error.retry_after, 60.0)
         return float(wait_exponential(multiplier=self.backoff, max=30)(state))
 
-    async def _request(self, method: str, url: str, **kwargs: Any) -> Any:
-        """One API call with rate limit and retries; returns the decoded JSON body."""
+    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call`` until it succeeds, raises something not retryable, or attempts run out."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retries),
             wait=self._wait,
             retry=retry_if_exception_type((_Retryable, aiohttp.ClientConnectionError, asyncio.TimeoutError)),
             reraise=True,
         )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    await self.limiter.wait()
-                    return await self._once(method, url, **kwargs)
-        except _Retryable as e:
-            raise SearchProviderError(f"{self.name}: {e} (gave up after {self.retries} attempts)") from e
-        except (TimeoutError, aiohttp.ClientError) as e:
-            reason = f"{type(e).__name__}: {e}"
-            raise SearchProviderError(f"{self.name}: {reason} (gave up after {self.retries} attempts)") from e
+        async for attempt in retrying:
+            with attempt:
+                return await call()
         raise AssertionError("tenacity neither returned nor raised")
 
-    async def _once(self, method: str, url: str, **kwargs: Any) -> Any:
+    async def _request(self, method: str, url: str, **kwargs: Any) -> Any:
+        """One API call with rate limit and retries; returns the decoded JSON body."""
+
+        async def once() -> Any:
+            await self.limiter.wait()
+            return await self._api_call(method, url, **kwargs)
+
+        try:
+            return await self._with_retries(once)
+        except (_Retryable, TimeoutError, aiohttp.ClientError) as e:
+            reason = str(e) if isinstance(e, _Retryable) else f"{type(e).__name__}: {e}"
+            raise SearchProviderError(f"{self.name}: {reason} (gave up after {self.retries} attempts)") from e
+
+    async def _api_call(self, method: str, url: str, **kwargs: Any) -> Any:
         async with self._client().request(method, url, **kwargs) as response:
             text = await response.text()
             try:
@@ -167,9 +181,8 @@ class HTTPProvider:
             except ValueError:
                 body = None
             if response.status == 429 or response.status >= 500:
-                after = response.headers.get("Retry-After")
-                retry_after = float(after) if after and after.replace(".", "", 1).isdigit() else None
-                raise _Retryable(f"HTTP {response.status}: {_error_message(body, text)}", retry_after)
+                message = f"HTTP {response.status}: {_error_message(body, text)}"
+                raise _Retryable(message, _retry_after(response))
             if response.status >= 400:
                 hint = f"; check {self.key_env}" if response.status in (401, 403) and self.key_env else ""
                 if response.status == 403 and not self.key_env:
@@ -181,24 +194,18 @@ class HTTPProvider:
             return body
 
     async def open(self, id_or_url: str) -> Document:
-        """Fetch a web page and extract its readable text (trafilatura, run off the event loop)."""
+        """Fetch a web page (retrying 429, 5xx and dropped connections) and extract its readable text.
+
+        Extraction (trafilatura) runs off the event loop. A page that cannot be had, or has no text,
+        raises ``ToolError``: the model chose the URL, and can choose another.
+        """
         url = id_or_url.strip()
         if not url.startswith(("http://", "https://")):
             raise ToolError(f"{id_or_url!r} is not a URL: open takes a result's id (its URL)")
         try:
-            async with self._client().get(url, allow_redirects=True) as response:
-                if response.status >= 400:
-                    raise ToolError(f"could not open {url}: HTTP {response.status}")
-                kind, charset = response.content_type, response.charset or "utf-8"
-                chunks, size = [], 0
-                async for chunk in response.content.iter_chunked(1 << 16):
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size >= MAX_PAGE_BYTES:  # a page this long is cut, not refused
-                        break
-                raw = b"".join(chunks)[:MAX_PAGE_BYTES]
-        except (TimeoutError, aiohttp.ClientError) as e:
-            raise ToolError(f"could not open {url}: {type(e).__name__}: {e}") from e
+            raw, kind, charset = await self._with_retries(lambda: self._page(url))
+        except (_Retryable, TimeoutError, aiohttp.ClientError) as e:
+            raise ToolError(f"could not open {url}: {e or type(e).__name__}") from e
         text = raw.decode(charset, errors="replace")
         if kind == "text/plain":
             return Document(id=url, title=url, text=text, url=url)
@@ -208,6 +215,20 @@ class HTTPProvider:
         if not body:
             raise ToolError(f"{url} has no readable text")
         return Document(id=url, title=title or url, text=body, url=url)
+
+    async def _page(self, url: str) -> tuple[bytes, str, str]:
+        async with self._client().get(url, allow_redirects=True) as response:
+            if response.status == 429 or response.status >= 500:
+                raise _Retryable(f"HTTP {response.status}", _retry_after(response))
+            if response.status >= 400:
+                raise ToolError(f"could not open {url}: HTTP {response.status}")
+            chunks, size = [], 0
+            async for chunk in response.content.iter_chunked(1 << 16):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= MAX_PAGE_BYTES:  # a page this long is cut, not refused
+                    break
+            return b"".join(chunks)[:MAX_PAGE_BYTES], response.content_type, response.charset or "utf-8"
 
     async def close(self) -> None:
         if self._session is not None:

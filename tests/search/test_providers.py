@@ -162,6 +162,18 @@ async def test_open_extracts_a_pages_readable_text(fake: FakeWeb) -> None:
     await engine.close()
 
 
+async def test_pages_are_retried_when_busy_and_given_up_on_with_a_tool_error(fake: FakeWeb) -> None:
+    engine = provider(fake, "searxng", retries=3)
+    fake.page_faults = [503, 429]
+    page = await engine.open(f"{fake.base}/pages/panthers")
+    assert page.text == "The Panthers play in Charlotte." and fake.page_hits == 3
+    fake.page_faults = [500, 502, 503]
+    with pytest.raises(ToolError, match=r"could not open .*: HTTP 503"):
+        await engine.open(f"{fake.base}/pages/panthers")
+    assert fake.page_hits == 6
+    await engine.close()
+
+
 async def test_a_long_page_is_read_whole_and_in_pages(fake: FakeWeb) -> None:
     engine = provider(fake, "tavily")
     env = make("search", backend=engine, max_turns=50)

@@ -33,6 +33,8 @@ class FakeWeb:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.faults: list[str] = []
+        self.page_faults: list[int] = []
+        self.page_hits = 0
         self.base = ""
 
     def results(self, count: int) -> list[tuple[str, str, str]]:
@@ -115,6 +117,9 @@ class FakeWeb:
 
     async def page(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
+        self.page_hits += 1
+        if self.page_faults:
+            return web.Response(status=self.page_faults.pop(0), text="busy", headers={"Retry-After": "0"})
         if name == "report.pdf":
             return web.Response(body=b"%PDF-1.4", content_type="application/pdf")
         if name == "long":
