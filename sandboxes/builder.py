@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -86,6 +87,7 @@ def is_recipe(image: str) -> bool:
     return ":" not in image and "/" not in image
 
 
+@functools.cache
 def image_tag(name: str) -> str:
     """``agentgym/<name>:<hash of recipe + builder>``; a new hash means a rebuild."""
     digest = hashlib.sha256()

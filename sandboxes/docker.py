@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import logging
 from typing import TYPE_CHECKING, Any
 
 from agentgym.sandboxes import builder, engine, reaper
@@ -30,8 +29,6 @@ from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
     import socket
-
-log = logging.getLogger(__name__)
 
 USER = "65534:65534"
 WORKDIR = "/work"
@@ -89,6 +86,9 @@ def _prepare(image: str) -> str:
 
     if not _ready_images:
         reaper.reap()
+    ref = builder.resolve(image)
+    if ref in _ready_images:
+        return ref
     try:
         ref = builder.ensure(image)
     except docker.errors.DockerException as e:

@@ -87,9 +87,6 @@ class AgentProtocol(asyncio.Protocol):
             if not future.done():
                 future.set_exception(error)
 
-    def eof_received(self) -> bool:
-        return False
-
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = "the sandbox agent exited" + (f" ({exc})" if exc else "")
         if self.stderr:
