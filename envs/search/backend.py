@@ -2,17 +2,29 @@
 
 A backend is anything with ``name``, ``async search(query, k)``, ``async open(id_or_url)`` and
 ``async close()``: the embedded BM25 index, the web-search providers, the simulated LLM search, and
-the record/replay cache that wraps any of them. The environment does paging, rewards and
+the record/replay cache that wraps any of them. One whose answers depend on the episode's task sets
+``task_dependent = True`` and reads :data:`current_task`. The environment does paging, rewards and
 formatting; backends only find and fetch.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from agentgym.errors import EnvError
+from agentgym.types import Task
+
+current_task: ContextVar[Task | None] = ContextVar("agentgym_search_task", default=None)
+"""The task of the episode whose ``search`` or ``open`` call is running.
+
+:class:`~agentgym.envs.search.env.SearchEnv` sets it around each backend call, so a backend that
+depends on the task (simulated search told the gold answer, as ZeroSearch does) can read it
+without the protocol carrying it. A context variable is per asyncio task, so episodes running
+concurrently on one shared backend each see their own.
+"""
 
 
 class SearchResult(BaseModel):

@@ -3,7 +3,9 @@
 An evaluation run against a live web-search API can be recorded once and rerun identically with no
 network and no key: the file holds one line per distinct request (``search`` with its query and
 ``k``, or ``open`` with its id), with the backend's answer. Keys leave the backend out, so use one
-file per backend.
+file per backend. A backend whose answers depend on the episode's task (``task_dependent = True``,
+e.g. simulated search told the gold answer) is recorded per task too, and replay looks for the
+task's own recording first.
 
 Modes:
     ``record``: always ask the backend and (re)write the answer.
@@ -18,7 +20,13 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from agentgym.envs.search.backend import Document, SearchBackend, SearchProviderError, SearchResult
+from agentgym.envs.search.backend import (
+    Document,
+    SearchBackend,
+    SearchProviderError,
+    SearchResult,
+    current_task,
+)
 
 from agentgym.errors import ToolError
 
@@ -61,15 +69,21 @@ class RecordReplay:
         self.name = backend.name if backend is not None else fallback
 
     async def _answer(self, op: str, request: dict[str, Any]) -> Any:
-        key = request_key(op, **request)
-        if self.mode != "record" and key in self.entries:
-            recorded = self.entries[key]
-            if "error" in recorded:
-                raise ToolError(recorded["error"])
-            return recorded["response"]
+        task = current_task.get()
+        plain = request_key(op, **request)
+        per_task = request_key(op, task=task.id, **request) if task is not None else None
+        if self.mode != "record":
+            for key in (per_task, plain):
+                if key is not None and key in self.entries:
+                    recorded = self.entries[key]
+                    if "error" in recorded:
+                        raise ToolError(recorded["error"])
+                    return recorded["response"]
         if self.backend is None:
             raise CacheMiss(f"{self.path} has no recording of {op} {request}: record it first (mode='auto')")
-        entry: dict[str, Any] = {"key": key, "backend": self.backend.name, "op": op, "request": request}
+        entry: dict[str, Any] = {"key": plain, "backend": self.backend.name, "op": op, "request": request}
+        if task is not None and getattr(self.backend, "task_dependent", False):
+            entry.update(key=per_task, request={**request, "task": task.id})
         try:
             if op == "search":
                 results = await self.backend.search(request["query"], request["k"])

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agentgym.envs.search.backend import SearchBackend, SearchResult
+from agentgym.envs.search.backend import SearchBackend, SearchResult, current_task
 from agentgym.envs.search.cache import CacheMode, RecordReplay
 from agentgym.envs.search.data import SPLITS, load_corpus
 from agentgym.envs.search.verify import normalize_answer, score_answer
@@ -158,7 +158,11 @@ class SearchEnv(Env):
             raise ToolError("query is empty")
         if not 1 <= k <= MAX_K:
             raise ToolError(f"k must be between 1 and {MAX_K}")
-        results = await self.backend.search(query, k)
+        token = current_task.set(self.task)
+        try:
+            results = await self.backend.search(query, k)
+        finally:
+            current_task.reset(token)
         key = " ".join(query.lower().split())
         repeated = key in self._queries
         self._queries.add(key)
@@ -179,7 +183,11 @@ class SearchEnv(Env):
             id_or_url: A result's ``id`` from search (a URL for web results).
             page: Which page to read, from 1; the header says how many there are.
         """
-        document = await self.backend.open(id_or_url)
+        token = current_task.set(self.task)
+        try:
+            document = await self.backend.open(id_or_url)
+        finally:
+            current_task.reset(token)
         pages = paginate(document.text, self.page_chars)
         if not 1 <= page <= len(pages):
             raise ToolError(f"page {page} does not exist: {document.id} has {len(pages)} page(s)")

@@ -7,6 +7,11 @@ litellm, for ``k`` results as JSON, each with a title, a URL, a snippet and a sh
 subtly wrong, as ZeroSearch's curriculum does. Which slots are noisy is drawn from a seeded RNG, so a
 run is repeatable up to the model's own sampling (use ``temperature=0``, or record and replay).
 ``open`` returns the content the model wrote for that result.
+
+With ``answer_hint=True`` the writer is also told the episode's question and gold answer (read from
+:data:`~agentgym.envs.search.backend.current_task`), as ZeroSearch does, so that useful results
+really contain the answer and noisy ones really do not; without it, results hold only what the
+writer model knows, which for most SQuADShifts questions (Reddit posts, product reviews) is nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import random
 import re
 from typing import Any
 
-from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult
+from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult, current_task
 
 from agentgym.errors import ToolError
 
@@ -29,8 +34,14 @@ Write exactly {k} results, in this order: {kinds}.
 A useful result is relevant and factually correct, and its content answers the query if it can.
 A noisy result looks related but does not answer the query, or states something subtly wrong.
 Answer with the JSON object only.
-
+{hint}
 Query: {query}"""
+
+_HINT = """
+The person searching wants to answer: {question}
+The correct answer is: {answer}
+Useful results must state this answer in their content; noisy results must not.
+"""
 
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -47,6 +58,7 @@ class SimulatedSearch:
         temperature: Sampling temperature of the writer model.
         timeout: Seconds for one model call.
         retries: litellm's retries of a failed call; one more call is made if the JSON is unreadable.
+        answer_hint: Tell the writer the episode's question and first gold answer.
     """
 
     name = "simulated"
@@ -62,6 +74,7 @@ class SimulatedSearch:
         temperature: float = 0.0,
         timeout: float = 60.0,
         retries: int = 3,
+        answer_hint: bool = False,
     ) -> None:
         if not model:
             raise SearchProviderError("simulated search needs a model, e.g. simulated:openai/gpt-4o-mini")
@@ -75,6 +88,8 @@ class SimulatedSearch:
         self.temperature = temperature
         self.timeout = timeout
         self.retries = retries
+        self.answer_hint = answer_hint
+        self.task_dependent = answer_hint
         self.pages: dict[str, Document] = {}
 
     async def _complete(self, prompt: str) -> str:
@@ -98,7 +113,10 @@ class SimulatedSearch:
     async def search(self, query: str, k: int) -> list[SearchResult]:
         noisy = [self.rng.random() < self.noise for _ in range(k)]
         kinds = ", ".join(f"{i} {'noisy' if n else 'useful'}" for i, n in enumerate(noisy, 1))
-        prompt = _PROMPT.format(k=k, kinds=kinds, query=query)
+        task = current_task.get() if self.answer_hint else None
+        answers = task.data.get("answers") if task is not None else None
+        hint = _HINT.format(question=task.prompt, answer=answers[0]) if task is not None and answers else ""
+        prompt = _PROMPT.format(k=k, kinds=kinds, query=query, hint=hint)
         entries: list[dict[str, Any]] | None = None
         for _ in range(2):
             entries = _parse(await self._complete(prompt))

@@ -119,3 +119,23 @@ async def test_a_simulated_run_replays_identically_though_the_writer_changes(tmp
     assert [stable(t) for t in live] != [stable(t) for t in recorded]
     replayed = await play(RecordReplay(None, cache, mode="replay"), TASKS[:2])
     assert [stable(t) for t in replayed] == [stable(t) for t in recorded]
+
+
+async def test_task_dependent_results_are_recorded_per_task(tmp_path: Path) -> None:
+    from agentgym.envs.search.simulated import SimulatedSearch
+
+    from .test_simulated import hinted_writer
+
+    same_question = [Task(id=f"q{i}", prompt="Who wrote it?", data={"answers": [name]})
+                     for i, name in enumerate(["Ada", "Grace"])]
+    cache = tmp_path / "hinted.jsonl"
+    with FakeOpenAI(hinted_writer) as server:
+        writer = SimulatedSearch("openai/w", api_base=server.base_url, api_key="k", answer_hint=True)
+        recorded = await play(RecordReplay(writer, cache, mode="auto"), same_question)
+        assert len(server.requests) == 2  # the same query, asked once per task
+    assert [t.reward_components["em"] for t in recorded] == [1.0, 1.0]
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    assert [(e["op"], e["request"]["task"]) for e in lines] == [("search", "q0"), ("open", "q0"),
+                                                                ("search", "q1"), ("open", "q1")]
+    replayed = await play(RecordReplay(None, cache, mode="replay"), same_question)
+    assert [stable(t) for t in replayed] == [stable(t) for t in recorded]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from agentgym.envs.search.backend import SearchProviderError
+from agentgym.envs.search.data import Corpus
 from agentgym.envs.search.policies import ReferencePolicy
 from agentgym.envs.search.simulated import SimulatedSearch
 
@@ -93,3 +94,28 @@ async def test_an_episode_with_simulated_search(server: FakeOpenAI) -> None:
     await env.close()
     assert trajectory.turns[0].info["retrieval_hit"] is True
     assert trajectory.reward_components == {"em": 1.0, "f1": 1.0} and trajectory.reward == 1.25
+
+
+def hinted_writer(request: dict[str, Any]) -> dict[str, Any]:
+    """A writer that uses the gold answer when the prompt gives it, as a real model would."""
+    prompt = request["messages"][0]["content"]
+    found = re.search(r"The correct answer is: (.*)", prompt)
+    content = f"The answer is {found.group(1)}." if found else "Nobody knows."
+    result = {"title": "Result", "url": "https://sim.example/1", "snippet": content, "content": content}
+    return completion(content=json.dumps({"results": [result]}))
+
+
+async def test_answer_hint_tells_the_writer_the_gold_answer(corpus: Corpus) -> None:
+    question = next(q for q in corpus.questions if q.split == "reddit")
+    task = next(t for t in make("search", split="reddit").tasks() if t.id.endswith(question.id))
+    scores = {}
+    with FakeOpenAI(hinted_writer) as s:
+        for hint in (False, True):
+            writer = SimulatedSearch("openai/writer", api_base=s.base_url, api_key="k", answer_hint=hint)
+            env = make("search", backend=writer)
+            trajectory = await rollout(env, ReferencePolicy(), task)
+            scores[hint] = trajectory.reward_components["em"]
+        prompts = [r["messages"][0]["content"] for r in s.requests]
+    assert scores == {False: 0.0, True: 1.0}
+    assert "The correct answer is" not in prompts[0]
+    assert f"wants to answer: {question.question}\nThe correct answer is: {question.answers[0]}" in prompts[1]
