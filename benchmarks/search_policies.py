@@ -2,9 +2,9 @@
 
 Runs ``agentgym.evaluation.evaluate`` with each scripted policy over every question of each split
 (or a seeded sample of ``--per-split`` questions) on the local BM25 backend, and reports mean exact
-match and F1. The reference's score is bounded by the retriever's recall@1 (it opens only the top
-hit and answers only with a gold span it finds there); the baseline shows what a constant answer
-gets. The same numbers come from ``agentgym eval search --model reference``.
+match and F1. The reference scores when the top hit holds a gold answer (it opens only that hit
+and answers only with a gold span it finds there); the baseline shows what a constant answer gets.
+The same numbers come from ``agentgym eval search --model reference``.
 
     python benchmarks/search_policies.py                  # all 48,201 questions, a few minutes
     python benchmarks/search_policies.py --per-split 500

@@ -1,9 +1,10 @@
 """Scripted policies: a reference that shows the environment can be solved, and a floor to beat.
 
 ``reference`` searches with the question, opens the best hit and answers with a gold answer if that
-page contains one (else "unknown"), so its score is bounded by the retriever's recall@1: it checks
-the tools, the corpus and the verifier end to end. ``baseline`` answers "two" at once, without
-searching: the most frequent gold answer in the corpus, the best a fixed answer can do.
+page contains one (else "unknown"). It scores only when the top hit holds a gold answer (the gold
+paragraph, or another that happens to contain the answer), and it checks the tools, the corpus and
+the verifier end to end. ``baseline`` answers "two" at once, without searching: the most frequent
+gold answer in the corpus, so the best exact match a fixed answer can get.
 """
 
 from __future__ import annotations
