@@ -1,4 +1,4 @@
-"""The sandbox contract every backend meets, and the warm pool that hands sandboxes out.
+"""The sandbox contract every backend meets: limits, results, and the :class:`Sandbox` protocol.
 
 A sandbox runs untrusted code with no network, bounded CPU, memory, processes, disk, wall time and
 output, and sees nothing of the host but what a task writes into it. Every backend starts the same
@@ -14,14 +14,18 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Limits(BaseModel):
-    """What untrusted code may use. Every backend honours every field.
+    """What untrusted code may use. Every backend honours every field, each with its own tools.
 
     Attributes:
-        cpus: CPU cores (a fraction is allowed).
-        memory_mb: Memory, including files written to the sandbox's tmpfs.
-        pids: Processes and threads at once.
-        disk_mb: Space for files the code writes (``/tmp`` and the working directory).
-        wall_seconds: Lifetime of the sandbox; after it the sandbox is killed.
+        cpus: CPU cores (a fraction is allowed). Docker: a CPU quota; local: pinned to
+            ``ceil(cpus)`` cores.
+        memory_mb: Memory. Docker: the container's memory cgroup, files in its tmpfs included;
+            local: address space per process (RLIMIT_AS).
+        pids: Processes and threads at once. Docker: the pids cgroup; local: RLIMIT_NPROC on the
+            sandbox's own uid (when agentgym runs as root; otherwise only timeouts bound them).
+        disk_mb: Space for files the code writes: ``/tmp`` and the working directory are each a
+            tmpfs of this size, and no single file may grow past it (RLIMIT_FSIZE).
+        wall_seconds: Lifetime of the sandbox; after it the agent exits and the sandbox is removed.
         exec_timeout: Default time limit for one ``exec`` or ``run_python`` call.
         output_bytes: Output kept per call (stdout and stderr each); the rest is dropped and
             the result is marked ``truncated``.

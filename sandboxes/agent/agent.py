@@ -25,6 +25,7 @@ the config and volunteer to be the out-of-memory killer's first choice. The agen
 from __future__ import annotations
 
 import base64
+import errno
 import fcntl
 import json
 import math
@@ -32,6 +33,7 @@ import os
 import resource
 import select
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -290,7 +292,7 @@ class Agent:
                 "truncated": out.truncated or err.truncated, "restarted": restarted}
 
     def op_read_file(self, req: dict) -> dict:
-        with open(self.path(req["path"]), "rb") as f:
+        with self.open_regular(req["path"], os.O_RDONLY) as f:
             return {"data": base64.b64encode(f.read()).decode("ascii")}
 
     def op_write_file(self, req: dict) -> dict:
@@ -298,9 +300,18 @@ class Agent:
         parent = os.path.dirname(path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        with open(path, "wb") as f:
+        with self.open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
             f.write(base64.b64decode(req["data"]))
         return {}
+
+    def open_regular(self, path: str, flags: int):
+        """Open a regular file only: a FIFO would block the agent and /dev/zero never ends."""
+        fd = os.open(self.path(path), flags | os.O_NONBLOCK, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb" if flags == os.O_RDONLY else "wb")
 
     # ------------------------------------------------------------------ the Python worker
     def start_worker(self) -> None:

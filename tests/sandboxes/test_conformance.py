@@ -63,6 +63,16 @@ async def test_files_round_trip_binary(sandbox: AgentSandbox) -> None:
         await sandbox.read_file("missing.txt")
 
 
+async def test_files_refuse_devices_and_fifos(sandbox: AgentSandbox) -> None:
+    await sandbox.exec("mkfifo pipe")
+    for path in ("pipe", "/dev/zero"):  # would block the agent, or never end
+        with pytest.raises(OSError, match="not a regular file"):
+            await sandbox.read_file(path)
+    with pytest.raises(OSError):
+        await sandbox.write_file("pipe", b"x")
+    assert (await sandbox.exec("echo fine")).stdout == "fine\n"
+
+
 async def test_exec_timeout_kills_and_sandbox_still_works(sandbox: AgentSandbox) -> None:
     started = time.monotonic()
     result = await sandbox.exec("echo begun; sleep 60", timeout=1)
