@@ -138,3 +138,26 @@ async def test_exit_without_closing_leaves_nothing() -> None:
     # The atexit backstop removed them before the process ended.
     left = engine.client().api.containers(all=True, filters={"label": f"{engine.LABEL}.owner_pid={pid}"})
     assert left == []
+
+
+FIRST_USE = """
+import asyncio
+from agentgym.sandboxes.docker import create
+from agentgym.sandboxes.base import Limits
+
+async def main():
+    box = await create("python", Limits(memory_mb=128))
+    await box.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_first_docker_use_in_a_process_reaps() -> None:
+    orphan = labelled_sleeper(owner_pid=str(dead_pid()))
+    try:
+        fresh = await asyncio.create_subprocess_exec(sys.executable, "-c", FIRST_USE)
+        assert await fresh.wait() == 0
+        assert not exists(orphan)
+    finally:
+        await asyncio.to_thread(engine.remove_container, orphan)
