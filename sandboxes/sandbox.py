@@ -31,6 +31,7 @@ GRACE_SECONDS = 5.0
 PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 
+
 @functools.cache
 def agent_source() -> str:
     """The in-sandbox agent's source, passed to ``python3 -c`` so no image needs it baked in."""
@@ -55,7 +56,7 @@ def agent_config(
 
 
 class AgentSandbox:
-    """A sandbox whose agent answers on ``client``; subclasses say how to destroy it.
+    """A sandbox whose agent answers on ``client``; the backend passes how to destroy it.
 
     Attributes:
         id: The backend's name for it (a container id, a process id).

@@ -35,3 +35,16 @@ async def test_build_is_cached_and_image_is_small() -> None:
     assert time.monotonic() - started < 2
     image = engine.client().images.get(tag)
     assert image.attrs["Size"] < 200 * 1024 * 1024
+
+
+@pytest.mark.docker
+async def test_images_of_old_recipe_hashes_are_stale() -> None:
+    docker_or_skip()
+    current = await asyncio.to_thread(build_image, "python")
+    images = engine.client().images
+    images.get(current).tag("agentgym/python", "000000000000")
+    try:
+        stale = builder.stale_images()
+        assert "agentgym/python:000000000000" in stale and current not in stale
+    finally:
+        images.remove("agentgym/python:000000000000")
