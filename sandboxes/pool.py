@@ -55,6 +55,9 @@ async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
     """Create one sandbox now, with no pool (``backend`` already resolved).
 
     A caller cancelled mid-start does not leak: the start finishes and its sandbox is closed.
+
+    Raises:
+        SandboxError: The sandbox could not be started, whatever the cause; the message says why.
     """
     if backend == "docker":
         from agentgym.sandboxes import docker
@@ -69,6 +72,10 @@ async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
     except asyncio.CancelledError:
         creating.add_done_callback(_close_orphan)
         raise
+    except SandboxError:
+        raise
+    except Exception as e:  # e.g. the engine's HTTP API timing out: still a sandbox failure, with its reason
+        raise SandboxError(f"could not start a {backend} sandbox: {type(e).__name__}: {e}") from e
 
 
 _orphans: set[asyncio.Future[None]] = set()
