@@ -1,0 +1,44 @@
+"""Small envs whose rewards and observations the TRL tests can predict."""
+
+from __future__ import annotations
+
+from agentgym.env import Env, ToolResult
+from agentgym.tools import tool
+from agentgym.types import Reward
+
+
+class Constant(Env):
+    """Every episode scores 0.37, whatever the model does: a number to look for in TRL's logs."""
+
+    max_turns = 2
+
+    @tool(final=True)
+    async def say(self, colour: str) -> str:
+        """Say a colour and end the episode.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        return f"You said {colour}."
+
+    async def score(self) -> Reward:
+        return Reward(value=0.37, components={"constant": 0.37})
+
+
+class Chatter(Env):
+    """Never ends early and always answers, so every completion holds env tokens between turns."""
+
+    max_turns = 3
+    text_ends_episode = False
+
+    @tool
+    async def say(self, colour: str) -> ToolResult:
+        """Say a colour.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        return ToolResult(f"ENVTEXT {colour} ENVTEXT", reward=0.5 if colour == "blue" else 0.0)
+
+    async def score(self) -> Reward:
+        return Reward(value=0.0)

@@ -1,0 +1,74 @@
+"""The environment_factory path: the generated class as TRL sees it, and a real GRPO run through it."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+from agentgym.envs.toy.env import ColourEnv
+
+from agentgym.trl import TASK_COLUMN, environment_class, environment_spec, task_dataset
+from agentgym.types import Task
+from tests.trl.conftest import grpo_config
+from tests.trl.envs import Constant
+
+BLUE = Task(id="blue", prompt="Pick a colour.", data={"colour": "blue"})
+
+
+def test_generated_class_exposes_tools_the_way_trl_discovers_them() -> None:
+    from transformers.utils import get_json_schema
+
+    cls = environment_class("toy")
+    assert cls.__name__ == "ColourEnv"
+    public = {n for n, _ in inspect.getmembers(cls, inspect.isfunction) if not n.startswith("_")}
+    assert public == {"reset", "get_reward", "hint", "say"}
+    schema = get_json_schema(cls.say)["function"]
+    assert schema["name"] == "say"
+    assert schema["description"] == "Say a colour and end the episode."
+    colour = {"type": "string", "description": "One of red, green or blue."}
+    assert schema["parameters"]["properties"]["colour"] == colour
+    assert schema["parameters"]["required"] == ["colour"]
+
+
+def test_reset_tools_and_reward_run_a_real_episode() -> None:
+    row: dict[str, Any] = task_dataset("toy", [BLUE])[0]
+    env = environment_class(ColourEnv)()
+    assert env.reset(**row) is None
+    assert env.hint() == "blue"
+    assert env.say(colour="blue") == "You said blue."
+    assert env.say(colour="red").startswith("Error: the episode is over")
+    assert env.get_reward() == pytest.approx(0.9)  # 1.0 outcome - 0.1 for the hint
+    assert [t.reward for t in env.env.trajectory.turns] == pytest.approx([-0.1, 1.0])
+
+    env.reset(**row)  # the same object serves the next rollout
+    assert env.say(colour=7).startswith("Error: invalid arguments for say")  # validated like any model output
+    assert env.say(colour="red") == "You said red."
+    assert env.get_reward() == 0.0
+
+
+def test_an_episode_the_model_never_ends_is_scored_as_it_stands() -> None:
+    env = environment_class(ColourEnv)()
+    env.reset(**task_dataset("toy", [BLUE])[0])
+    assert env.get_reward() == 0.0
+    assert env.env.trajectory.outcome == "truncated"
+
+
+def test_dataset_rows_carry_the_task() -> None:
+    row = task_dataset("toy", [BLUE], repeat=3)
+    assert len(row) == 3
+    assert Task.model_validate_json(row[0][TASK_COLUMN]) == BLUE
+    assert row[0]["prompt"][-1]["content"] == "Pick a colour."
+    assert Task.model_validate_json(row[0]["prompt"][-1][TASK_COLUMN]) == BLUE
+
+
+def test_env_reward_reaches_trl_metrics(agent: tuple[Any, Any], tmp_path: Any) -> None:
+    from trl import GRPOTrainer
+
+    model, tokenizer = agent
+    spec = environment_spec(Constant, [BLUE], repeat=16)
+    args = grpo_config(tmp_path)
+    trainer = GRPOTrainer(model, args=args, processing_class=tokenizer, **spec.trainer_kwargs())
+    trainer.train()
+    logged = [h["rewards/Constant/mean"] for h in trainer.state.log_history if "rewards/Constant/mean" in h]
+    assert logged == pytest.approx([0.37, 0.37])

@@ -1,0 +1,88 @@
+"""The rollout_func path: one row per prompt, env tokens masked out of the loss, env reward logged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentgym.trl import rollout_spec
+from agentgym.types import Task
+from tests.trl.conftest import grpo_config
+from tests.trl.envs import Chatter, Constant
+
+BLUE = Task(id="blue", prompt="Pick a colour.", data={"colour": "blue"})
+
+
+def _trainer(agent: tuple[Any, Any], tmp_path: Any, env: Any, **overrides: Any) -> tuple[Any, Any]:
+    from trl import GRPOTrainer
+
+    model, tokenizer = agent
+    spec = rollout_spec(env, [BLUE], repeat=16)
+    args = grpo_config(tmp_path, **overrides)
+    return GRPOTrainer(model, args=args, processing_class=tokenizer, **spec.trainer_kwargs()), spec
+
+
+def test_one_row_per_prompt_with_env_tokens_masked_and_cut_to_budget(agent: Any, tmp_path: Any) -> None:
+    trainer, spec = _trainer(agent, tmp_path, Chatter, max_completion_length=80)
+    tokenizer = agent[1]
+    prompts = [spec.train_dataset[0]["prompt"]] * 5
+    out = spec.rollout_func(prompts, trainer)
+    assert all(len(out[k]) == 5 for k in ("prompt_ids", "completion_ids", "env_mask", "agentgym_reward"))
+    assert out["logprobs"] is None  # transformers' generate gives none; TRL's own path passes None too
+    rows = zip(out["completion_ids"], out["env_mask"], out["agentgym_turn_spans"], strict=True)
+    for ids, mask, spans in rows:
+        assert len(ids) == len(mask) <= 80
+        env_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])
+        model_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 1])
+        assert "ENVTEXT" not in model_text and "Call one of the tools" not in model_text
+        assert "<tool_response>" in env_text or "Call one of the tools" in env_text
+        for start, end in spans:  # each turn's span is model tokens only
+            assert set(mask[start:end]) <= {1}
+
+
+def test_env_tokens_get_no_gradient_on_a_real_batch(agent: Any, tmp_path: Any) -> None:
+    import torch
+
+    trainer, spec = _trainer(agent, tmp_path, Chatter, max_completion_length=80)
+    rows = [dict(spec.train_dataset[i]) for i in range(8)]
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop, which this test skips
+    batch = trainer._generate_and_score_completions(rows)
+    tool_mask, completion_mask = batch["tool_mask"], batch["completion_mask"]
+    assert (tool_mask == 0).any() and (tool_mask == 1).any()
+    batch["advantages"] = torch.ones_like(batch["advantages"])  # every kept token pulls on the loss
+
+    def token_grads(inputs: dict[str, Any]) -> torch.Tensor:
+        """|d loss / d hidden| at the position predicting each completion token."""
+        captured: list[torch.Tensor] = []
+
+        def keep(module: Any, args: Any, output: torch.Tensor) -> None:
+            output.retain_grad()
+            captured.append(output)
+
+        # The final norm's output at position p feeds only the logits at p (TRL fuses the LM head into
+        # its log-prob computation, so hook the layer before it).
+        handle = trainer.model.model.norm.register_forward_hook(keep)
+        try:
+            trainer.compute_loss(trainer.model, inputs).backward()
+        finally:
+            handle.remove()
+        trainer.model.zero_grad()
+        width = inputs["completion_ids"].size(1)  # position t of the last C + 1 predicts token t
+        return captured[-1].grad[:, -(width + 1): -1, :].abs().sum(-1)
+
+    env_tokens = (tool_mask == 0) & (completion_mask == 1)
+    model_tokens = (tool_mask == 1) & (completion_mask == 1)
+    grad = token_grads(batch)
+    assert torch.all(grad[env_tokens] == 0)
+    assert torch.all(grad[model_tokens] > 0)
+    unmasked = token_grads({**batch, "tool_mask": torch.ones_like(tool_mask)})  # the control
+    assert torch.all(unmasked[env_tokens] > 0)
+
+
+def test_env_reward_and_components_reach_trl_metrics(agent: Any, tmp_path: Any) -> None:
+    trainer, _ = _trainer(agent, tmp_path, Constant)
+    trainer.train()
+    for key in ("rewards/Constant/mean", "components/constant"):
+        assert [h[key] for h in trainer.state.log_history if key in h] == pytest.approx([0.37] * 2)
