@@ -1,5 +1,6 @@
-"""The local backend on a machine without bubblewrap: still rlimits, an empty environment, a
-private working directory and a warning; only file and network isolation are missing."""
+"""The local backend: close() leaves no process behind, and on a machine without bubblewrap there
+are still rlimits, an empty environment, a private working directory and a warning; only file and
+network isolation are missing."""
 
 from __future__ import annotations
 
@@ -11,6 +12,17 @@ import pytest
 from agentgym.sandboxes import local
 
 from tests.sandboxes.conftest import SMALL
+
+
+async def test_close_kills_detached_processes() -> None:
+    box = await local.create(SMALL)
+    if box._uid is None:
+        await box.close()
+        pytest.skip("finding a sandbox's processes needs its own uid (run as root)")
+    await box.exec("setsid nohup sleep 60 >/dev/null 2>&1 &")
+    assert living_processes(box._uid)
+    await box.close()
+    assert living_processes(box._uid) == []
 
 
 async def test_runs_without_bubblewrap(
