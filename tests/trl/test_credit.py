@@ -1,0 +1,51 @@
+"""Per-turn credit: per-token advantages from per-turn rewards, and a trainer that uses them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentgym.trl import rollout_spec, turn_advantages
+from agentgym.types import Task
+from tests.trl.conftest import grpo_config
+from tests.trl.envs import Chatter
+
+
+def test_single_turn_episodes_get_plain_grpo_advantages() -> None:
+    out = turn_advantages([0.5, -0.5], [[1.0], [0.0]], [[[0, 3]], [[0, 2]]], group_size=2, width=4)
+    assert out == [[0.5] * 4, [-0.5] * 4]
+
+
+def test_a_turn_is_credited_with_how_it_compares_at_that_turn() -> None:
+    # Same total reward, so GRPO's advantage is 0 for both; but rollout 0 earned it in turn 1 and
+    # rollout 1 in turn 0. Turn 0 of rollout 1 did better than rollout 0's turn 0, and vice versa.
+    rewards = [[0.0, 1.0], [1.0, 0.0]]
+    spans = [[[0, 2], [4, 6]], [[0, 2], [4, 6]]]
+    out = turn_advantages([0.0, 0.0], rewards, spans, group_size=2, width=6, scale_by_std=False)
+    # Returns-to-go: rollout 0 (1, 1), rollout 1 (1, 0). LOO at turn 0: 0, 0; at turn 1: +1, -1.
+    assert out[0] == [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+    assert out[1] == [0.0, 0.0, 0.0, 0.0, -1.0, -1.0]
+
+
+def test_groups_must_be_whole() -> None:
+    with pytest.raises(ValueError, match="whole number of groups"):
+        turn_advantages([0.0] * 3, [[0.0]] * 3, [[[0, 1]]] * 3, group_size=2, width=1)
+
+
+def test_turn_credit_trainer_trains_with_per_token_advantages(agent: tuple[Any, Any], tmp_path: Any) -> None:
+    from agentgym.trl import TurnCreditGRPOTrainer
+
+    model, tokenizer = agent
+    spec = rollout_spec(Chatter, [Task(id="t", prompt="Pick a colour.")], repeat=16)
+    args = grpo_config(tmp_path, max_completion_length=80)
+    trainer = TurnCreditGRPOTrainer(model, args=args, processing_class=tokenizer, **spec.trainer_kwargs())
+    rows = [dict(spec.train_dataset[i]) for i in range(8)]
+    batch = trainer._generate_and_score_completions(rows)
+    advantages = batch["advantages"]
+    assert advantages.shape == batch["completion_ids"].shape
+    # Some episodes earned "blue" in one turn and not another; their tokens' advantages differ by turn.
+    assert any(len(set(row["agentgym_turn_rewards"])) > 1 for row in rows)
+    assert any(len(set(row.tolist())) > 1 for row in advantages)
+    trainer.train()
+    assert any("rewards/Chatter/mean" in h for h in trainer.state.log_history)
