@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
@@ -62,9 +63,13 @@ def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    if uid is not None:
-        kill_uid(uid)  # strays that left the process group (setsid) without a jail
     proc.wait()
+    # Processes that left the process group (setsid), and jailed ones dying after bwrap: wait until
+    # none is left, so that a closed sandbox uses no CPU and no memory.
+    for _ in range(200):
+        if uid is None or not kill_uid(uid):
+            break
+        time.sleep(0.005)
     if workdir is not None:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -180,16 +185,23 @@ def jail_argv(python: str, limits: Limits) -> list[str]:
     return argv
 
 
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` (a uid that only this sandbox uses)."""
+def kill_uid(uid: int) -> int:
+    """SIGKILL every live process of ``uid`` (a uid only this sandbox uses); return how many there were."""
+    found = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if os.stat(f"/proc/{entry}").st_uid == uid:
-                os.kill(int(entry), signal.SIGKILL)
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # already dead, waiting for its parent
+            os.kill(int(entry), signal.SIGKILL)
+            found += 1
         except (FileNotFoundError, ProcessLookupError):
             continue
+    return found
 
 
 @functools.cache
