@@ -3,8 +3,9 @@
 Each sandbox is one container, created from the image with ``python3 -u -c <agent>`` as its
 command, so any image with a ``python3`` works. The container has no network (unless
 ``Limits.network``), a read-only root with size-limited tmpfs at ``/tmp`` and ``/work``, capped
-memory, CPU and process count, no capabilities, no privilege escalation, uid 65534, and an
-environment of PATH, HOME and LANG only. It is created with ``StdinOnce`` and ``AutoRemove``: when
+memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG
+only. The agent runs as root holding nothing but the capabilities to switch user and to signal;
+the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the agent. It is created with ``StdinOnce`` and ``AutoRemove``: when
 the owning process dies for any reason its end of the attach socket closes, the agent reads end of
 input and exits, and Docker removes the container. The labels from
 :func:`~agentgym.sandboxes.engine.owner_labels` let :mod:`~agentgym.sandboxes.reaper` remove the rest.
@@ -30,7 +31,11 @@ from agentgym.errors import SandboxError
 if TYPE_CHECKING:
     import socket
 
-USER = "65534:65534"
+# The agent runs as root with only the capabilities to switch user and to signal; everything it
+# starts runs as CODE_USER with none, so user code cannot kill the agent (kill -9 -1) or regain root.
+AGENT_USER = "0:0"
+AGENT_CAPS = ["SETUID", "SETGID", "KILL"]
+CODE_USER = (65534, 65534)
 WORKDIR = "/work"
 ENVIRONMENT = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -106,6 +111,7 @@ def _create_and_attach(ref: str, limits: Limits) -> tuple[str, Any]:
 
     api = engine.client().api
     disk = f"rw,nosuid,nodev,size={limits.disk_mb}m"
+    uid, gid = CODE_USER
     host_config = api.create_host_config(
         auto_remove=True,
         init=True,
@@ -115,8 +121,9 @@ def _create_and_attach(ref: str, limits: Limits) -> tuple[str, Any]:
         nano_cpus=int(limits.cpus * 1e9),
         pids_limit=limits.pids,
         read_only=True,
-        tmpfs={"/tmp": disk + ",mode=1777", WORKDIR: disk + ",uid=65534,gid=65534,mode=0755"},
+        tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: f"{disk},uid={uid},gid={gid},mode=0755"},
         cap_drop=["ALL"],
+        cap_add=AGENT_CAPS,
         security_opt=["no-new-privileges"],
         ulimits=[
             docker.types.Ulimit(name="core", soft=0, hard=0),
@@ -124,12 +131,12 @@ def _create_and_attach(ref: str, limits: Limits) -> tuple[str, Any]:
         ],
     )
     rlimits = {"FSIZE": limits.disk_mb << 20}
-    config = agent_config(limits, workdir=WORKDIR, rlimits=rlimits)
+    config = agent_config(limits, workdir=WORKDIR, rlimits=rlimits, user=CODE_USER)
     try:
         created = api.create_container(
             ref,
             command=["python3", "-u", "-c", agent_source(), json.dumps(config)],
-            user=USER,
+            user=AGENT_USER,
             environment=ENVIRONMENT,
             working_dir=WORKDIR,
             labels=engine.owner_labels(limits.wall_seconds),

@@ -39,11 +39,13 @@ def agent_source() -> str:
 
 
 def agent_config(
-    limits: Limits, *, workdir: str, rlimits: dict[str, int], cpus: float | None = None
+    limits: Limits, *, workdir: str, rlimits: dict[str, int], cpus: float | None = None,
+    user: tuple[int, int] | None = None,
 ) -> dict[str, object]:
     """The agent's command-line config for ``limits``.
 
     ``cpus`` asks the agent to pin itself to that many cores, for backends with no CPU quota.
+    ``user`` (uid, gid) is who code runs as, for backends that start the agent as root.
     """
     return {
         "output_bytes": limits.output_bytes,
@@ -52,6 +54,7 @@ def agent_config(
         "workdir": workdir,
         "rlimits": rlimits,
         "cpus": cpus,
+        "user": user,
     }
 
 

@@ -25,6 +25,7 @@ the config and volunteer to be the out-of-memory killer's first choice. The agen
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import fcntl
 import json
@@ -148,6 +149,9 @@ class Agent:
         self.deadline = time.monotonic() + float(config.get("wall_seconds", 1800.0))
         self.rlimits = config.get("rlimits", {})
         self.workdir = config.get("workdir", "/work")
+        # [uid, gid] that user code runs as, when the agent itself runs as root (with only the
+        # capabilities to switch user and to signal): then user code cannot kill the agent.
+        self.user = config.get("user")
         self.worker: subprocess.Popen | None = None
         self.worker_in = self.worker_out = -1
 
@@ -164,6 +168,23 @@ class Agent:
                 f.write("1000")
         except OSError:
             pass
+        if self.user:
+            os.setgid(self.user[1])
+            os.setuid(self.user[0])  # from root to another uid: every capability is dropped too
+
+    @contextlib.contextmanager
+    def as_user(self):
+        """File operations run as the code's user, so they obey (and create) the files it owns."""
+        if not self.user:
+            yield
+            return
+        os.setegid(self.user[1])
+        os.seteuid(self.user[0])
+        try:
+            yield
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
 
     def spawn(self, argv: list, cwd: str, pass_fds: tuple = ()) -> subprocess.Popen:
         proc = subprocess.Popen(
@@ -292,16 +313,17 @@ class Agent:
                 "truncated": out.truncated or err.truncated, "restarted": restarted}
 
     def op_read_file(self, req: dict) -> dict:
-        with self.open_regular(req["path"], os.O_RDONLY) as f:
+        with self.as_user(), self.open_regular(req["path"], os.O_RDONLY) as f:
             return {"data": base64.b64encode(f.read()).decode("ascii")}
 
     def op_write_file(self, req: dict) -> dict:
         path = self.path(req["path"])
         parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        with self.open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
-            f.write(base64.b64decode(req["data"]))
+        with self.as_user():
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            with self.open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC) as f:
+                f.write(base64.b64decode(req["data"]))
         return {}
 
     def open_regular(self, path: str, flags: int):
@@ -409,6 +431,8 @@ def write_all(fd: int, data: bytes) -> None:
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     agent = Agent(config)
+    if agent.user:
+        os.setgroups([])
     if config.get("cpus"):  # no CPU quota on this backend: the nearest thing is fewer cores
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, cores[: max(1, math.ceil(config["cpus"]))])

@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import AgentSandbox
 
+from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 
 
@@ -134,8 +136,6 @@ async def test_output_flood_is_truncated_quickly(sandbox: AgentSandbox) -> None:
 
 
 async def test_environment_is_empty(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentgym.sandboxes.pool import start
-
     monkeypatch.setenv("OPENAI_API_KEY", "sk-agentgym-test-must-not-leak")
     async with await start(backend, "python", SMALL) as box:
         env = await box.exec("env")
@@ -176,3 +176,22 @@ async def test_no_docker_socket_and_no_root(sandbox: AgentSandbox) -> None:
     )
     assert "No such file" in result.stdout
     assert result.stdout.splitlines()[-1] != "0"
+
+
+@pytest.mark.docker
+async def test_code_cannot_kill_the_agent() -> None:
+    """On Docker, code runs as another uid than the agent, so even ``kill -9 -1`` leaves it standing.
+
+    (The local backend cannot switch uids inside an unprivileged jail: there such code ends the
+    sandbox, and the next call raises ``SandboxError``.)
+    """
+    from agentgym.sandboxes.pool import start
+
+
+    docker_or_skip()
+    async with await start("docker", "python", SMALL) as box:
+        await box.exec("kill -9 -1")
+        await box.run_python("import os\nfor pid in (1, os.getppid()):\n    os.kill(pid, 9)")
+        assert (await box.exec("echo standing")).stdout == "standing\n"
+        caps = await box.exec("grep CapEff /proc/self/status")
+        assert caps.stdout.split() == ["CapEff:", "0000000000000000"]
