@@ -5,9 +5,11 @@ command, so any image with a ``python3`` works. The container has no network (un
 ``Limits.network``), a read-only root with size-limited tmpfs at ``/tmp`` and ``/work``, capped
 memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG
 only. The agent runs as root holding nothing but the capabilities to switch user and to signal;
-the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the agent. It is created with ``StdinOnce`` and ``AutoRemove``: when
-the owning process dies for any reason its end of the attach socket closes, the agent reads end of
-input and exits, and Docker removes the container. The labels from
+the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the agent.
+
+The container is created with ``StdinOnce`` and ``AutoRemove``: when the owning process dies for
+any reason its end of the attach socket closes, the agent reads end of input and exits, and Docker
+removes the container. The labels from
 :func:`~agentgym.sandboxes.engine.owner_labels` let :mod:`~agentgym.sandboxes.reaper` remove the rest.
 
 Docker SDK calls block, so they run in a thread; the attach socket itself is a non-blocking
