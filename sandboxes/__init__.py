@@ -17,7 +17,7 @@ until a Docker sandbox is asked for.
 
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.builder import build_image, image_tag
-from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools, warm_up
+from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "PythonResult",
     "Sandbox",
     "SandboxPool",
+    "SandboxProvider",
     "acquire",
     "build_image",
     "image_tag",

@@ -163,7 +163,7 @@ def stale_images() -> list[str]:
     """Tags of agentgym recipe images whose hash is no longer current."""
     api = engine.client()
     current = {image_tag(n) for n in recipe_names()}
-    stale = []
+    stale: list[str] = []
     for img in api.images.list(name=REPOSITORY + "/*"):
         stale.extend(t for t in img.tags if t.startswith(REPOSITORY + "/") and t not in current)
     return sorted(stale)

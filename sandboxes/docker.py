@@ -81,7 +81,7 @@ async def create(image: str = "python", limits: Limits | None = None) -> DockerS
     except BaseException:
         await asyncio.to_thread(engine.remove_container, container_id)
         raise
-    client = AgentClient(transport, protocol, name=container_id[:12])  # type: ignore[arg-type]
+    client = AgentClient(transport, protocol, name=container_id[:12])
     sandbox = DockerSandbox(container_id, limits, client, attach)
     await sandbox._wait_ready()
     return sandbox

@@ -16,9 +16,11 @@ import functools
 import logging
 import time
 import weakref
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from agentgym.sandboxes import engine
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.base import Limits, Sandbox
 from agentgym.sandboxes.sandbox import AgentSandbox
 
 from agentgym.errors import SandboxError
@@ -59,6 +61,7 @@ async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
     Raises:
         SandboxError: The sandbox could not be started, whatever the cause; the message says why.
     """
+    creating: asyncio.Future[AgentSandbox]
     if backend == "docker":
         from agentgym.sandboxes import docker
 
@@ -201,15 +204,21 @@ class SandboxPool:
         else:
             self._ready.append(sandbox)
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
 
+class SandboxProvider(Protocol):
+    """Anything that hands out sandboxes, like :class:`SandboxPool`: what ``Env(sandbox=...)`` accepts."""
+
+    async def acquire(self) -> Sandbox: ...
+
+
 async def acquire(
-    backend: str | object = "auto", *, image: str = "python", limits: Limits | None = None
-) -> AgentSandbox:
+    backend: str | SandboxProvider = "auto", *, image: str = "python", limits: Limits | None = None
+) -> Sandbox:
     """A sandbox from the process-wide warm pool for ``(backend, image, limits)``.
 
     Args:
@@ -223,7 +232,7 @@ async def acquire(
         SandboxError: No sandbox could be created; the message says why.
     """
     if not isinstance(backend, str):
-        return await backend.acquire()  # type: ignore[attr-defined, no-any-return]
+        return await backend.acquire()
     return await (await _shared_pool(backend, image, limits)).acquire()
 
 

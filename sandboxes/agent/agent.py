@@ -38,6 +38,8 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from typing import IO, Any
 
 EXIT_TIMED_OUT = 124  # what coreutils' timeout(1) returns
 DRAIN_AFTER_EXIT = 0.2  # how long a finished command's background children may keep its pipes open
@@ -143,7 +145,7 @@ def exit_status(returncode: int) -> int:
 class Agent:
     """Handles requests one at a time; owns the Python worker."""
 
-    def __init__(self, config: dict) -> None:
+    def __init__(self, config: dict[str, Any]) -> None:
         self.cap = int(config.get("output_bytes", 65536))
         self.default_timeout = float(config.get("exec_timeout", 30.0))
         self.deadline = time.monotonic() + float(config.get("wall_seconds", 1800.0))
@@ -152,7 +154,7 @@ class Agent:
         # [uid, gid] that user code runs as, when the agent itself runs as root (with only the
         # capabilities to switch user and to signal): then user code cannot kill the agent.
         self.user = config.get("user")
-        self.worker: subprocess.Popen | None = None
+        self.worker: subprocess.Popen[bytes] | None = None
         self.worker_in = self.worker_out = -1
 
     # ------------------------------------------------------------------ children
@@ -173,7 +175,7 @@ class Agent:
             os.setuid(self.user[0])  # from root to another uid: every capability is dropped too
 
     @contextlib.contextmanager
-    def as_user(self):
+    def as_user(self) -> Iterator[None]:
         """File operations run as the code's user, so they obey (and create) the files it owns."""
         if not self.user:
             yield
@@ -186,7 +188,7 @@ class Agent:
             os.seteuid(0)
             os.setegid(0)
 
-    def spawn(self, argv: list, cwd: str, pass_fds: tuple = ()) -> subprocess.Popen:
+    def spawn(self, argv: list[str], cwd: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
             argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, preexec_fn=self.child_setup, pass_fds=pass_fds,
@@ -195,7 +197,10 @@ class Agent:
             set_nonblocking(stream.fileno())  # type: ignore[union-attr]
         return proc
 
-    def pump(self, streams: dict, deadline: float, done_fd: int = -1, proc=None) -> str:
+    def pump(
+        self, streams: dict[int, Capture], deadline: float, done_fd: int = -1,
+        proc: subprocess.Popen[bytes] | None = None,
+    ) -> str:
         """Read ``streams`` (fd -> Capture) until an end condition; say which one.
 
         Ends with "done" when ``done_fd`` becomes readable, "eof" when every stream closed,
@@ -230,7 +235,7 @@ class Agent:
                 self.drain(streams)
                 return "done"
 
-    def drain(self, streams: dict) -> None:
+    def drain(self, streams: dict[int, Capture]) -> None:
         """Take what is already in the pipes without waiting for more."""
         for fd, capture in streams.items():
             while True:
@@ -240,10 +245,10 @@ class Agent:
                 capture.feed(chunk)
 
     # ------------------------------------------------------------------ ops
-    def op_ping(self, req: dict) -> dict:
+    def op_ping(self, req: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def op_exec(self, req: dict) -> dict:
+    def op_exec(self, req: dict[str, Any]) -> dict[str, Any]:
         deadline = self.call_deadline(req)
         out, err = Capture(self.cap), Capture(self.cap)
         try:
@@ -271,7 +276,7 @@ class Agent:
             "timed_out": timed_out, "truncated": out.truncated or err.truncated,
         }
 
-    def op_python(self, req: dict) -> dict:
+    def op_python(self, req: dict[str, Any]) -> dict[str, Any]:
         deadline = self.call_deadline(req)
         out, err = Capture(self.cap), Capture(self.cap)
         if self.worker is None:
@@ -312,11 +317,11 @@ class Agent:
         return {"stdout": out.text(), "stderr": err.text(), "error": error, "timed_out": ended == "timeout",
                 "truncated": out.truncated or err.truncated, "restarted": restarted}
 
-    def op_read_file(self, req: dict) -> dict:
+    def op_read_file(self, req: dict[str, Any]) -> dict[str, Any]:
         with self.as_user(), self.open_regular(req["path"], os.O_RDONLY) as f:
             return {"data": base64.b64encode(f.read()).decode("ascii")}
 
-    def op_write_file(self, req: dict) -> dict:
+    def op_write_file(self, req: dict[str, Any]) -> dict[str, Any]:
         path = self.path(req["path"])
         parent = os.path.dirname(path)
         with self.as_user():
@@ -326,7 +331,7 @@ class Agent:
                 f.write(base64.b64decode(req["data"]))
         return {}
 
-    def open_regular(self, path: str, flags: int):
+    def open_regular(self, path: str, flags: int) -> IO[bytes]:
         """Open a regular file only: a FIFO would block the agent and /dev/zero never ends."""
         fd = os.open(self.path(path), flags | os.O_NONBLOCK, 0o644)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -355,7 +360,7 @@ class Agent:
         set_nonblocking(self.worker_in)
         set_nonblocking(self.worker_out)
 
-    def stop_worker(self, streams: dict) -> int:
+    def stop_worker(self, streams: dict[int, Capture]) -> int:
         worker = self.worker
         assert worker is not None
         kill_group(worker.pid)
@@ -367,7 +372,7 @@ class Agent:
         self.worker = None
         return worker.wait()
 
-    def send_code(self, frame: bytes, streams: dict, deadline: float) -> None:
+    def send_code(self, frame: bytes, streams: dict[int, Capture], deadline: float) -> None:
         """Write the request, reading output meanwhile so a chatty worker cannot deadlock us."""
         view = memoryview(frame)
         while view:
@@ -378,7 +383,7 @@ class Agent:
             except BlockingIOError:
                 self.pump(dict(streams), min(deadline, time.monotonic() + 0.01))
 
-    def read_reply(self, deadline: float) -> dict | None:
+    def read_reply(self, deadline: float) -> dict[str, Any] | None:
         """The worker's reply after a run (``error``, ``broken``), or None if the worker died."""
         data = b""
         while True:
@@ -388,21 +393,22 @@ class Agent:
             if chunk:
                 data += chunk
                 if len(data) >= 10 and len(data) >= 10 + int(data[:10]):
-                    return json.loads(data[10:].decode("utf-8"))
+                    reply: dict[str, Any] = json.loads(data[10:])
+                    return reply
                 continue
             if time.monotonic() >= deadline:
                 return None
             select.select([self.worker_out], [], [], max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------ plumbing
-    def call_deadline(self, req: dict) -> float:
+    def call_deadline(self, req: dict[str, Any]) -> float:
         timeout = float(req.get("timeout") or self.default_timeout)
         return min(time.monotonic() + timeout, self.deadline)
 
     def path(self, path: str) -> str:
         return os.path.join(self.workdir, path)
 
-    def handle(self, req: dict) -> dict:
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
         op = getattr(self, "op_" + str(req.get("op")), None)
         if op is None:
             reply = {"ok": False, "error": "unknown op {!r}".format(req.get("op"))}
