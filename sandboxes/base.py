@@ -29,7 +29,8 @@ class Limits(BaseModel):
         exec_timeout: Default time limit for one ``exec`` or ``run_python`` call.
         output_bytes: Output kept per call (stdout and stderr each); the rest is dropped and
             the result is marked ``truncated``.
-        network: Allow network access (off by default; Docker backend only).
+        network: Allow network access (off by default). Docker: the default bridge network;
+            local: the host's network (bubblewrap shares it instead of making an empty one).
     """
 
     model_config = ConfigDict(frozen=True)

@@ -1,8 +1,9 @@
 """The local backend: the agent as a child process, jailed by bubblewrap when it is installed.
 
 With bubblewrap the agent runs in new user, pid, network, ipc, uts and mount namespaces (no
-network at all), sees read-only ``/usr`` and the few files python needs, and writes only to
-size-limited tmpfs at ``/tmp`` and ``/work``; it dies with its parent. Without bubblewrap it runs
+network at all unless ``Limits.network``, which keeps the host's), sees read-only ``/usr`` and the
+few files python needs, and writes only to size-limited tmpfs at ``/tmp`` and ``/work``; it dies
+with its parent. Without bubblewrap it runs
 in a fresh temporary directory with no file or network isolation, and a warning says so once.
 
 Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the agent puts
@@ -41,6 +42,7 @@ JAIL_UID = 65534  # the uid code sees inside the jail
 # Per-sandbox uids when running as root: far above any real account.
 UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
+NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
 NOFILE = 1024
 
 
@@ -171,7 +173,9 @@ def jail_argv(python: str, limits: Limits) -> list[str]:
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    for path in ETC_FILES:
+    if limits.network:  # the host's network namespace, and what name resolution reads
+        argv.append("--share-net")
+    for path in ETC_FILES + (NETWORK_ETC_FILES if limits.network else ()):
         argv += ["--ro-bind-try", path, path]
     prefix = os.path.realpath(sys.prefix if python == sys.executable else "/usr")
     if not prefix.startswith("/usr"):

@@ -195,3 +195,10 @@ async def test_code_cannot_kill_the_agent() -> None:
         assert (await box.exec("echo standing")).stdout == "standing\n"
         caps = await box.exec("grep CapEff /proc/self/status")
         assert caps.stdout.split() == ["CapEff:", "0000000000000000"]
+
+
+async def test_network_when_asked_for(backend: str, host_server: int) -> None:
+    targets = [(addr, host_server) for addr in host_addresses()]
+    async with await start(backend, "python", SMALL.model_copy(update={"network": True})) as box:
+        result = await box.run_python(CONNECT.format(targets=targets), timeout=30)
+    assert "reached" in result.output, result.output
