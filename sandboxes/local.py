@@ -9,7 +9,9 @@ in a fresh temporary directory with no file or network isolation, and a warning 
 Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the agent puts
 rlimits on everything it starts (address space, CPU, file size, processes, open files, no core
 dumps). RLIMIT_NPROC counts processes per uid and does not bind root, so when agentgym runs as root
-each sandbox runs as its own unused uid, which makes the process cap per sandbox.
+each sandbox's code runs as its own unused uid, which makes the process cap per sandbox; the agent
+then stays root inside the jail with only the capabilities to switch user and to signal, so code
+cannot kill it (as on Docker). Run as another user, everything in the jail shares one uid.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ log = logging.getLogger(__name__)
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 JAIL_WORKDIR = "/work"
-JAIL_UID = 65534  # the uid code sees inside the jail
+JAIL_UID = 65534  # the uid everything has inside an unprivileged jail
+AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 # Per-sandbox uids when running as root: far above any real account.
 UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
@@ -95,10 +98,15 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     if uid is not None:
         rlimits["NPROC"] = limits.pids
     env = {"PATH": PATH, "LANG": "C.UTF-8"}
+    run_as = uid
     if bubblewrap() is not None:
         workdir = None
-        config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cpus=limits.cpus)
-        argv = [*jail_argv(python, limits), python, "-u", "-c", agent_source(), json.dumps(config)]
+        # As root the jail's agent stays root (with only the capabilities to switch user and to
+        # signal) and code runs as ``uid``: code cannot kill the agent. Otherwise all is one uid.
+        code_user = (uid, uid) if uid is not None else None
+        run_as = None
+        config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cpus=limits.cpus, user=code_user)
+        argv = [*jail_argv(python, limits, uid), python, "-u", "-c", agent_source(), json.dumps(config)]
         env["HOME"] = JAIL_WORKDIR
     else:
         _warn_unjailed()
@@ -114,7 +122,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         proc = subprocess.Popen(  # noqa: ASYNC220
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd="/", start_new_session=True, close_fds=True,
-            user=uid, group=uid, extra_groups=[] if uid is not None else None,
+            user=run_as, group=run_as, extra_groups=[] if run_as is not None else None,
         )
     except OSError as e:
         if workdir is not None:
@@ -136,10 +144,8 @@ def bubblewrap() -> str | None:
     path = shutil.which("bwrap")
     if path is None:
         return None
-    uid = UID_RANGE[0] if os.geteuid() == 0 else None  # probe as the sandboxes will run
     probe = subprocess.run(
-        [path, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, check=False,
-        user=uid, group=uid, extra_groups=[] if uid is not None else None,
+        [path, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, check=False
     )
     if probe.returncode != 0:
         reason = probe.stderr.decode(errors="replace").strip()
@@ -157,25 +163,36 @@ def interpreter() -> str:
     return sys.executable
 
 
-def jail_argv(python: str, limits: Limits) -> list[str]:
-    """The bubblewrap command line that jails the agent."""
+def jail_argv(python: str, limits: Limits, code_uid: int | None) -> list[str]:
+    """The bubblewrap command line that jails the agent.
+
+    With ``code_uid`` (agentgym runs as root) bubblewrap runs privileged: no user namespace, every
+    capability dropped but those the agent needs to run code as ``code_uid``. Without it,
+    bubblewrap makes an unprivileged user namespace and everything inside is uid 65534.
+    """
     bwrap = bubblewrap()
     assert bwrap is not None
     size = str(limits.disk_mb << 20)
     argv = [
-        bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+        bwrap, "--die-with-parent", "--new-session", "--clearenv",
         "--setenv", "PATH", PATH, "--setenv", "HOME", JAIL_WORKDIR, "--setenv", "LANG", "C.UTF-8",
-        "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox",
-        "--ro-bind", "/usr", "/usr",
     ]
+    if code_uid is not None:
+        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        argv += [] if limits.network else ["--unshare-net"]
+        argv += ["--cap-drop", "ALL"]
+        for cap in AGENT_CAPS:
+            argv += ["--cap-add", cap]
+    else:
+        argv += ["--unshare-all", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID)]
+        argv += ["--share-net"] if limits.network else []
+    argv += ["--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    if limits.network:  # the host's network namespace, and what name resolution reads
-        argv.append("--share-net")
-    for path in ETC_FILES + (NETWORK_ETC_FILES if limits.network else ()):
+    for path in ETC_FILES + (NETWORK_ETC_FILES if limits.network else ()):  # name resolution
         argv += ["--ro-bind-try", path, path]
     prefix = os.path.realpath(sys.prefix if python == sys.executable else "/usr")
     if not prefix.startswith("/usr"):
@@ -183,7 +200,7 @@ def jail_argv(python: str, limits: Limits) -> list[str]:
     argv += [
         "--proc", "/proc", "--dev", "/dev",
         "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
-        "--size", size, "--perms", "0755", "--tmpfs", JAIL_WORKDIR,
+        "--size", size, "--perms", "1777" if code_uid is not None else "0755", "--tmpfs", JAIL_WORKDIR,
         "--remount-ro", "/", "--chdir", JAIL_WORKDIR,
     ]
     return argv

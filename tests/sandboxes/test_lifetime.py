@@ -42,11 +42,25 @@ def freeze(box: AgentSandbox) -> None:
         engine.client().api.pause(box.id)
         return
     assert isinstance(box, LocalSandbox)
-    if box._uid is None:
-        pytest.skip("freezing a local sandbox needs its own uid (run as root)")
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == box._uid:
-            os.kill(int(entry), signal.SIGSTOP)
+    for pid in [box.proc.pid, *descendants(box.proc.pid)]:
+        os.kill(pid, signal.SIGSTOP)
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
 
 
 async def test_hung_agent_times_out_instead_of_hanging(sandbox: AgentSandbox) -> None:
