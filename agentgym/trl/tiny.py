@@ -10,6 +10,7 @@ GRPO has a signal to sharpen. Point the same scripts at a real checkpoint by loa
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -71,7 +72,7 @@ def warm_start(
     tokenizer: Any,
     examples: Sequence[tuple[list[dict[str, Any]], dict[str, Any]]],
     *,
-    tools: list[dict[str, Any]] | None = None,
+    tool_sets: Sequence[list[dict[str, Any]] | None] = (None,),
     steps: int = 300,
     lr: float = 3e-3,
     batch_size: int = 8,
@@ -80,12 +81,13 @@ def warm_start(
     """Supervised steps on (prompt messages, assistant reply) pairs, loss on the reply only.
 
     This is what makes a random model emit tool calls at all, so that RL starts from a policy that
-    sometimes succeeds. Returns the loss per step.
+    sometimes succeeds. Each example is rendered once per tool set in ``tool_sets`` (the tool
+    schemas shown in the system prompt). Returns the loss per step.
     """
     import torch
 
     rows = []
-    for prompt, reply in examples:
+    for (prompt, reply), tools in itertools.product(examples, tool_sets):
         start = tokenizer.apply_chat_template(prompt, tools=tools, add_generation_prompt=True, tokenize=True,
                                               return_dict=False)
         full = tokenizer.apply_chat_template([*prompt, reply], tools=tools, tokenize=True, return_dict=False)
@@ -127,24 +129,34 @@ def tiny_agent(
     """A tiny model and tokenizer for an env, warm-started on ``examples`` so that it calls tools.
 
     The tokenizer is trained on the examples rendered with the env's tool schemas, so prompts are
-    short; the model then gets ``steps`` supervised steps (:func:`warm_start`).
+    short; the model then gets ``steps`` supervised steps (:func:`warm_start`). Both paths' schemas
+    are used, agentgym's (``rollout_func``) and the ones TRL derives from the generated class's
+    methods (``environment_factory``), so one tiny agent serves either path.
 
     Args:
         source: The env (id, class or factory), for its tool schemas.
         examples: (prompt messages, assistant reply) pairs in chat-template form.
     """
+    from transformers.utils import get_json_schema
     from transformers.utils.chat_template_utils import render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
 
-    from agentgym.trl.environment import env_factory
+    from agentgym.trl.environment import env_factory, environment_class
 
-    _, make_env = env_factory(source)
-    tools = [t.to_openai() for t in make_env().tools]
+    cls, make_env = env_factory(source)
+    generated = environment_class(source)
+    tool_sets = [
+        [t.to_openai() for t in make_env().tools],
+        [get_json_schema(getattr(generated, name)) for name in cls._tools],
+    ]
     conversations = [[*prompt, reply] for prompt, reply in examples]
-    corpus, _ = render_jinja_template(
-        conversations=conversations, tools=tools, chat_template=qwen3_chat_template
-    )
+    corpus = []
+    for tools in tool_sets:
+        rendered, _ = render_jinja_template(
+            conversations=conversations, tools=tools, chat_template=qwen3_chat_template
+        )
+        corpus += rendered
     tokenizer = tiny_tokenizer(corpus * 20)
     model = tiny_model(tokenizer, seed=seed)
-    warm_start(model, tokenizer, examples, tools=tools, steps=steps, seed=seed)
+    warm_start(model, tokenizer, examples, tool_sets=tool_sets, steps=steps, seed=seed)
     return model, tokenizer

@@ -54,11 +54,17 @@ class ColourEnv(Env):
 
 
 def say_examples() -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
-    """(prompt, reply) pairs calling ``say`` with each colour in turn: a warm start for a tiny model.
+    """(prompt, reply) pairs calling ``say`` with each colour, then closing after its answer.
 
     They teach the call format and nothing about which colour is wanted, so a model warm-started on
-    them picks colours about uniformly and reinforcement learning has something left to learn.
+    them picks colours about uniformly and reinforcement learning has something left to learn. The
+    closing replies matter when TRL runs the loop: it lets the model speak again after a tool result.
     """
     prompt = [{"role": "user", "content": "Pick a colour."}]
-    calls = [[{"type": "function", "function": {"name": "say", "arguments": {"colour": c}}}] for c in COLOURS]
-    return [(prompt, {"role": "assistant", "content": "", "tool_calls": c}) for c in calls]
+    out = []
+    for colour in COLOURS:
+        fn = {"name": "say", "arguments": {"colour": colour}}
+        call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": fn}]}
+        answer = {"role": "tool", "name": "say", "content": f"You said {colour}."}
+        out += [(prompt, call), ([*prompt, call, answer], {"role": "assistant", "content": "Done."})]
+    return out
