@@ -46,6 +46,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         env_kwargs["max_turns"] = args.max_turns
     if args.tasks is not None:
         env_kwargs["tasks_path"] = args.tasks
+    env_kwargs.update(dict(args.env_arg))
     out = Path(args.out) if args.out else _default_out(args.env, args.model)
 
     async def run() -> int:
@@ -70,6 +71,32 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return 130
 
 
+def _cmd_data_fetch(args: argparse.Namespace) -> int:
+    import importlib
+
+    from agentgym.envs import DATA_FETCHERS
+
+    if args.name not in DATA_FETCHERS:
+        raise AgentgymError(f"no data set {args.name!r}; known: {', '.join(sorted(DATA_FETCHERS))}")
+    module, _, attr = DATA_FETCHERS[args.name].partition(":")
+    path = getattr(importlib.import_module(module), attr)(force=args.force)
+    print(path)
+    return 0
+
+
+def _env_arg(text: str) -> tuple[str, object]:
+    """``key=value`` with the value read as JSON when it parses (numbers, booleans), else as a string."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentgym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"])
     ev.add_argument("--tasks", help="a JSONL file of tasks in the env's format")
     ev.add_argument("--max-turns", type=int)
+    ev.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",
+                    help="a keyword argument for the environment (repeatable), e.g. split=nyt")
     ev.add_argument("--out", help="trajectories JSONL (default runs/ENV__MODEL.jsonl)")
     ev.add_argument("--resume", action="store_true", help="keep finished episodes in --out, play the rest")
     ev.add_argument("--turn-timeout", type=float, default=600.0, help="seconds for one turn")
@@ -98,9 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--request-timeout", type=float, help="seconds to wait for one model response")
     ev.set_defaults(func=_cmd_eval)
 
+    data = sub.add_parser("data", help="download and cache the data sets environments use")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    fetch = data_sub.add_parser("fetch", help="download, verify and cache a data set (e.g. search)")
+    fetch.add_argument("name")
+    fetch.add_argument("--force", action="store_true", help="download again even if cached")
+    fetch.set_defaults(func=_cmd_data_fetch)
+
+    from agentgym.rewards.cli import add_commands as add_judge_commands
     from agentgym.sandboxes.cli import add_commands as add_sandbox_commands
 
     add_sandbox_commands(sub)
+    add_judge_commands(sub)
     return parser
 
 
