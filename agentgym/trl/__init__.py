@@ -13,6 +13,7 @@ Importing this package does not import TRL or torch; the functions that need the
 
 from typing import Any
 
+from agentgym.trl._loop import env_seconds
 from agentgym.trl.credit import turn_advantages
 from agentgym.trl.environment import (
     TASK_COLUMN,
@@ -32,6 +33,7 @@ __all__ = [
     "RolloutSpec",
     "TurnCreditGRPOTrainer",
     "env_reward_func",
+    "env_seconds",
     "environment_class",
     "environment_spec",
     "rollout_spec",

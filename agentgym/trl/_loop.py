@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+_waited = 0.0
 
 
 def _ensure_loop() -> asyncio.AbstractEventLoop:
@@ -38,4 +40,15 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     if threading.current_thread() is _thread:
         coro.close()
         raise RuntimeError("agentgym.trl: a sync env call from inside the env loop would deadlock")
-    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+    global _waited
+    started = time.perf_counter()
+    try:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+    finally:
+        with _lock:
+            _waited += time.perf_counter() - started
+
+
+def env_seconds() -> float:
+    """Wall-clock seconds this process has spent waiting on env work (reset, tools, scoring)."""
+    return _waited

@@ -14,9 +14,11 @@ rewards, argument validation and error observations behave exactly as in evaluat
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_type_hints
@@ -53,6 +55,24 @@ def observation_text(messages: Sequence[Message]) -> str:
     return "\n".join(m.text for m in messages)
 
 
+_live: weakref.WeakSet[AgentgymEnvironment] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close every env still open when the process exits: TRL never closes the ones it pools.
+
+    Closing returns sandboxes (and stops containers) that would otherwise outlive training.
+    """
+    envs = [e.env for e in list(_live)]
+    if envs:
+        async def close() -> None:
+            for env in envs:
+                await env.close()
+
+        _loop.run(close(), timeout=60)
+
+
 class AgentgymEnvironment:
     """Base of the classes :func:`environment_class` generates; one instance serves many rollouts.
 
@@ -66,6 +86,7 @@ class AgentgymEnvironment:
     def __init__(self) -> None:
         self.env = type(self)._make_env()
         self.done = False
+        _live.add(self)
 
     def reset(self, **row: Any) -> str | None:
         """Start an episode on the row's task; the prompt is already in the row, so nothing is appended."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,11 +126,16 @@ class EnvRollout:
 
     Args:
         source: The env to play (id, class, or no-argument factory); one fresh env per rollout.
+
+    Attributes:
+        generation_seconds: Wall-clock time spent generating so far (env time:
+            :func:`agentgym.trl.env_seconds`).
     """
 
     def __init__(self, source: EnvSource) -> None:
         self.env_class, self.make_env = env_factory(source)
         self._renderer: TemplateRenderer | None = None
+        self.generation_seconds = 0.0
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
@@ -162,8 +168,10 @@ class EnvRollout:
         try:
             while active:
                 room = {i: budget - len(rollouts[i].completion_ids) for i in active}
+                started = time.perf_counter()
                 ids, logprobs = _generate(trainer, [rollouts[i].prompt_ids + rollouts[i].completion_ids
                                                     for i in active], max(room.values()))
+                self.generation_seconds += time.perf_counter() - started
                 actions = []
                 for j, i in enumerate(active):
                     new = list(ids[j][: room[i]])

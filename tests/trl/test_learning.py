@@ -2,7 +2,7 @@
 
 The warm-started model calls ``say`` with colours about uniformly; only "blue" is rewarded, and the
 prompt does not say so. Whatever rise the run shows is learnt from the env's reward. Seeded, so the
-numbers repeat on a machine; the bar (+0.15) sits well under the rise measured here (0.39 -> 0.65).
+numbers repeat on a machine; the bar (+0.15) sits under the rise measured here (0.29 -> 0.51).
 """
 
 from __future__ import annotations
