@@ -15,11 +15,11 @@ import statistics
 import time
 from pathlib import Path
 
+from cpu_accounting import CpuMeter
+
 import agentgym
 from agentgym.sandboxes import shutdown_pools, warm_up
 from agentgym.types import Message, ToolCall
-
-from cpu_accounting import CpuMeter
 
 PRINT_1 = Message(role="assistant", tool_calls=[ToolCall(id="c", name="python", arguments='{"code": "print(1)"}')])
 
@@ -75,7 +75,7 @@ async def main() -> None:
     for r in rows:
         print(f"{r['backend']:<8} {r['steps_per_cpu_second']:>12.0f} {r['steps_per_wall_second']:>13.0f} "
               f"{r['step_p50_ms_one_session']:>12.2f}ms {r['step_p50_ms_concurrent']:>13.2f}ms")
-        print(f"         cpu: " + ", ".join(f"{k}={v:.3f}s" for k, v in r["cpu_breakdown"].items()))
+        print("         cpu: " + ", ".join(f"{k}={v:.3f}s" for k, v in r["cpu_breakdown"].items()))
     out = Path(__file__).parent / "results" / "code_env_throughput.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")

@@ -94,7 +94,8 @@ async def main() -> None:
     print(f"{'run':<24} {'episodes':>8} {'wall s':>8} {'episodes/s':>11} {'vs naive':>9}")
     for r in rows:
         ratio = f"{r['episodes_per_second'] / base['episodes_per_second']:.1f}x" if base else "-"
-        print(f"{r['label']:<24} {r['episodes']:>8} {r['wall_seconds']:>8.1f} {r['episodes_per_second']:>11.2f} {ratio:>9}")
+        print(f"{r['label']:<24} {r['episodes']:>8} {r['wall_seconds']:>8.1f} "
+              f"{r['episodes_per_second']:>11.2f} {ratio:>9}")
     out = Path(__file__).parent / "results" / "humaneval_reference.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")

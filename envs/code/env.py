@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from agentgym.env import Env
 from agentgym.errors import ToolError

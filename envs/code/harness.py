@@ -24,7 +24,7 @@ def _define(job, namespace):
     except IndentationError:
         exec(compile(job["prompt"] + job["solution"], "<submission>", "exec"), namespace)
     if not callable(namespace.get(job["entry_point"])):
-        raise NameError("the submission does not define %r" % job["entry_point"])
+        raise NameError("the submission does not define {!r}".format(job["entry_point"]))
 
 
 def _checks(test_source):
@@ -44,7 +44,7 @@ def run(job):
     tests = []
     try:
         _define(job, namespace)
-    except BaseException as e:  # noqa: BLE001 - anything the submission does is a failure to report
+    except BaseException as e:
         return {"loaded": False, "error": "".join(traceback.format_exception_only(type(e), e)).strip(),
                 "tests": [], "passed": 0, "total": 0}
     setup, body = _checks(job["test"])
@@ -57,7 +57,7 @@ def run(job):
             exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<test>", "exec"), namespace)
             if is_test:
                 tests.append({"test": source[:300], "passed": True})
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             message = "".join(traceback.format_exception_only(type(e), e)).strip()
             tests.append({"test": source[:300], "passed": False, "error": message[:500]})
     passed = sum(t["passed"] for t in tests)

@@ -29,10 +29,16 @@ def submit(code: str) -> Message:
 
 
 CHEATS = {
-    "sys.exit before the tests": "import sys\ndef has_close_elements(numbers, threshold):\n    return True\nsys.exit(0)\n",
+    "sys.exit before the tests": (
+        "import sys\ndef has_close_elements(numbers, threshold):\n    return True\nsys.exit(0)\n"
+    ),
     "os._exit before the tests": "import os\nos._exit(0)\n",
-    "forged result line": "print('\\n' + 'f' * 32 + '{\"loaded\": true, \"passed\": 1, \"total\": 1, \"tests\": []}')\n",
-    "reading the job file for the nonce": "import json\nNONCE = json.load(open('/tmp/job.json'))['nonce']\n",
+    "forged result line": (
+        "print('\\n' + 'f' * 32 + '{\"loaded\": true, \"passed\": 1, \"total\": 1, \"tests\": []}')\n"
+    ),
+    "reading the job file for the nonce": (
+        "import json\nNONCE = json.load(open('/tmp/job.json'))['nonce']\n"
+    ),
     "an endless loop": "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n",
     "a body without a function": "return True\n",
 }

@@ -71,7 +71,8 @@ def test_validation_messages_name_the_field():
 
 
 def test_docstring_sections():
-    desc, args = parse_docstring("Do it.\n\nArgs:\n    a (int): first\n    b: second\n        continued\nRaises:\n    X: y")
+    doc = "Do it.\n\nArgs:\n    a (int): first\n    b: second\n        continued\nRaises:\n    X: y"
+    desc, args = parse_docstring(doc)
     assert desc == "Do it."
     assert args == {"a": "first", "b": "second continued"}
 

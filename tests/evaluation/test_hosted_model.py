@@ -38,7 +38,7 @@ async def test_batch_finishes_with_faults_and_loses_no_episode(tmp_path):
     tasks = [t for _ in range(4) for t in Counter().tasks()]
     tasks = [t.model_copy(update={"id": f"{t.id}-{i}"}) for i, t in enumerate(tasks)]
     with FakeOpenAI(counter_model, fault_every=4, fault_cycle=["429", "500", "hang"], hang_seconds=30) as server:
-        summary, trajectories = await evaluate("test/Counter-v0", policy_for(server), tasks=tasks, concurrency=6,
+        summary, _ = await evaluate("test/Counter-v0", policy_for(server), tasks=tasks, concurrency=6,
                                                out=out, progress=False)
     assert summary.episodes == len(tasks) == 12
     assert summary.outcomes == {"terminated": 12}
@@ -64,7 +64,7 @@ async def test_api_failure_is_a_recorded_episode_not_a_crash(tmp_path):
 
 async def test_turn_timeout_ends_the_episode_as_timeout():
     with FakeOpenAI(counter_model, faults=["hang"] * 10, hang_seconds=30) as server:
-        summary, (trajectory,) = await evaluate(
+        _, (trajectory,) = await evaluate(
             "test/Counter-v0", policy_for(server, timeout=5.0), tasks=Counter().tasks()[:1],
             turn_timeout=0.5, progress=False)
     assert trajectory.outcome == "timeout" and "turn 1 took longer than 0.5s" in trajectory.failure
@@ -76,8 +76,8 @@ async def test_resume_plays_only_unfinished_episodes(tmp_path):
     with FakeOpenAI(counter_model) as server:
         await evaluate("test/Counter-v0", policy_for(server), tasks=tasks[:2], out=out, progress=False)
         first = len(server.requests)
-        summary, trajectories = await evaluate("test/Counter-v0", policy_for(server), tasks=tasks, out=out,
-                                               resume=True, progress=False)
+        summary, _ = await evaluate("test/Counter-v0", policy_for(server), tasks=tasks, out=out,
+                                    resume=True, progress=False)
         resumed = len(server.requests) - first
     assert summary.episodes == 3 and summary.successes == 3
     assert resumed == int(tasks[2].data["target"]) + 1  # only the third task was played
