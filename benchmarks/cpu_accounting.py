@@ -1,8 +1,8 @@
 """CPU seconds spent by this process, the Docker daemons and the containers, for per-CPU-second figures.
 
 Wall time on a shared 2-core machine says little; CPU time says what a step costs. We add up:
-this process (user + system), ``dockerd``, ``containerd`` and every ``containerd-shim`` (from
-/proc), and the containers themselves (from the cgroup Docker puts them under: cgroup v1
+this process (user + system) and its live child processes (local sandboxes), ``dockerd``,
+``containerd`` and every ``containerd-shim`` (from /proc), and the containers themselves (from the cgroup Docker puts them under: cgroup v1
 ``cpuacct/docker``, or cgroup v2 ``docker`` / ``system.slice/docker-*.scope``).
 """
 
@@ -59,6 +59,25 @@ def self_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def descendants_cpu() -> dict[str, float]:
+    """CPU seconds of every live descendant of this process (local sandboxes), by pid."""
+    parents: dict[str, str] = {}
+    for stat_path in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[stat_path.split("/")[2]] = fields[1]
+    mine = {str(os.getpid())}
+    grew = True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in mine} - mine
+        grew = bool(found)
+        mine |= found
+    mine.discard(str(os.getpid()))
+    return {pid: _proc_cpu(pid) for pid in mine}
+
+
 class CpuMeter:
     """Snapshot before, snapshot after: CPU seconds by part in between."""
 
@@ -66,6 +85,7 @@ class CpuMeter:
         self.start_self = self_cpu()
         self.start_daemons = daemon_cpu()
         self.start_containers = container_cpu()
+        self.start_children = descendants_cpu()
 
     def stop(self) -> dict[str, float]:
         daemons_now = daemon_cpu()
@@ -74,6 +94,7 @@ class CpuMeter:
             "this_process": self_cpu() - self.start_self,
             "docker_daemons": daemons,
             "containers": container_cpu() - self.start_containers,
+            "child_processes": sum(v - self.start_children.get(pid, 0.0) for pid, v in descendants_cpu().items()),
         }
         parts["total"] = sum(parts.values())
         return parts
