@@ -34,7 +34,6 @@ def load(args: argparse.Namespace) -> tuple[object, object]:
 
         return AutoModelForCausalLM.from_pretrained(args.model), AutoTokenizer.from_pretrained(args.model)
     from agentgym.envs.toy.env import say_examples
-
     from agentgym.trl.tiny import tiny_agent
 
     return tiny_agent("toy", say_examples(), steps=300)

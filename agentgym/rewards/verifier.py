@@ -57,7 +57,7 @@ class FunctionVerifier:
         value = self.fn(task, trajectory)
         if inspect.isawaitable(value):
             value = await value
-        return to_reward(value)  # type: ignore[arg-type]
+        return to_reward(value)
 
 
 def as_verifier(obj: VerifierLike, *, name: str | None = None) -> Verifier:

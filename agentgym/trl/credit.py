@@ -64,10 +64,10 @@ def turn_advantages(
 
 
 def _trainer_class() -> type:
-    from accelerate.utils import gather_object
-    from trl import GRPOTrainer
+    from accelerate.utils import gather_object  # type: ignore[import-untyped]
+    from trl.trainer.grpo_trainer import GRPOTrainer
 
-    class TurnCreditGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+    class TurnCreditGRPOTrainer(GRPOTrainer):
         """``GRPOTrainer`` with per-turn advantages; use it with :func:`~agentgym.trl.rollout_spec`.
 
         Args:
@@ -85,8 +85,8 @@ def _trainer_class() -> type:
             output = super()._generate_and_score_completions(inputs)
             if "agentgym_turn_rewards" not in inputs[0]:
                 raise ValueError("TurnCreditGRPOTrainer needs turn rewards: use agentgym.trl.rollout_spec")
-            mode = "train" if self.model.training else "eval"
-            group = self.num_generations if mode == "train" else self.num_generations_eval
+            training = bool(getattr(self.model, "training", True))
+            group = int((self.num_generations if training else self.num_generations_eval) or 1)
             local = output["advantages"]
             base = gather_object(local.tolist())
             rewards = gather_object([x["agentgym_turn_rewards"] for x in inputs])

@@ -21,7 +21,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, get_type_hints
+from typing import Any, ClassVar, cast, get_type_hints
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
@@ -43,11 +43,12 @@ def env_factory(source: EnvSource) -> tuple[type[Env], Callable[[], Env]]:
     if isinstance(source, str):
         return env_class(source), lambda: make(source)
     if isinstance(source, type) and issubclass(source, Env):
-        return source, source
+        cls: type[Env] = source
+        return cls, cls
     probe = source()
     if not isinstance(probe, Env):
         raise EnvError(f"{source!r} must return an agentgym Env, got {type(probe).__name__}")
-    return type(probe), source
+    return type(probe), cast("Callable[[], Env]", source)
 
 
 def observation_text(messages: Sequence[Message]) -> str:
@@ -159,7 +160,7 @@ def task_dataset(source: EnvSource, tasks: Sequence[Task] | None = None, *, repe
         tasks: The tasks; the env's built-in :meth:`~Env.tasks` by default.
         repeat: How many times to list each task (an epoch of ``repeat * len(tasks)`` rows).
     """
-    from datasets import Dataset
+    from datasets import Dataset  # type: ignore[import-untyped]
 
     _, make_env = env_factory(source)
     env = make_env()

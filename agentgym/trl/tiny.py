@@ -41,7 +41,7 @@ def tiny_tokenizer(corpus: Iterable[str], *, vocab_size: int = 800) -> Any:
     core.train_from_iterator(list(corpus), trainer=trainer)
     # Markup the model writes stays in decoded text (as in Qwen's tokenizers), so parsers can see it.
     core.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED])
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         additional_special_tokens=["<|im_start|>"],
     )
@@ -137,22 +137,21 @@ def tiny_agent(
         source: The env (id, class or factory), for its tool schemas.
         examples: (prompt messages, assistant reply) pairs in chat-template form.
     """
-    from transformers.utils import get_json_schema
-    from transformers.utils.chat_template_utils import render_jinja_template
+    from transformers.utils.chat_template_utils import get_json_schema, render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
 
     from agentgym.trl.environment import env_factory, environment_class
 
     cls, make_env = env_factory(source)
     generated = environment_class(source)
-    tool_sets = [
+    tool_sets: list[list[Any]] = [
         [t.to_openai() for t in make_env().tools],
         [get_json_schema(getattr(generated, name)) for name in cls._tools],
     ]
     conversations = [[*prompt, reply] for prompt, reply in examples]
-    corpus = []
+    corpus: list[str] = []
     for tools in tool_sets:
-        rendered, _ = render_jinja_template(
+        rendered, _ = render_jinja_template(  # type: ignore[str-unpack]
             conversations=conversations, tools=tools, chat_template=qwen3_chat_template
         )
         corpus += rendered

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from agentgym.envs.toy.env import ColourEnv
 
+from agentgym.envs.toy.env import ColourEnv
 from agentgym.parsing import format_text_tool_call
 from agentgym.rewards import answer_format, exact_answer, format_valid, score_tool_calls, tool_call_match
 from agentgym.types import Message, Task, Trajectory, Turn

@@ -124,3 +124,13 @@ def test_cli_judge_probe(capsys: pytest.CaptureFixture[str]) -> None:
         report = json.loads(capsys.readouterr().out)
     assert "false-positive rate 83%" in table and "thought_process" in table
     assert report["false_positive_rate"] == pytest.approx(5 / 6)
+
+
+def test_agentgym_judge_probe_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentgym.cli import main
+
+    with FakeOpenAI(strict_judge) as server:
+        code = main(["judge", "probe", "--model", "openai/fake-judge", "--api-base", server.base_url,
+                     "--api-key", "k", "--max-fpr", "0"])
+    assert code == 0
+    assert "false-positive rate 0% on 24 probes" in capsys.readouterr().out

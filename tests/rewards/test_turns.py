@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from agentgym.envs.toy.env import ColourEnv
 
+from agentgym.envs.toy.env import ColourEnv
 from agentgym.parsing import format_text_tool_call
 from agentgym.rewards import (
     discounted_returns,

@@ -15,7 +15,6 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 @pytest.fixture(scope="session")
 def toy_agent() -> tuple[Any, Any]:
     from agentgym.envs.toy.env import say_examples
-
     from agentgym.trl.tiny import tiny_agent
 
     return tiny_agent("toy", say_examples(), steps=300, seed=0)

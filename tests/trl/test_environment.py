@@ -6,8 +6,8 @@ import inspect
 from typing import Any
 
 import pytest
-from agentgym.envs.toy.env import ColourEnv
 
+from agentgym.envs.toy.env import ColourEnv
 from agentgym.trl import TASK_COLUMN, environment_class, environment_spec, task_dataset
 from agentgym.types import Task
 from tests.trl.conftest import grpo_config
