@@ -80,6 +80,7 @@ class AgentgymEnvironment:
     Attributes:
         env: The agentgym env this object drives.
         done: The episode has ended (a final tool was called or the turn limit reached).
+        failure: Why the env crashed this episode (a dead sandbox), or ``None``.
     """
 
     _make_env: ClassVar[Callable[[], Env]]
@@ -87,6 +88,7 @@ class AgentgymEnvironment:
     def __init__(self) -> None:
         self.env = type(self)._make_env()
         self.done = False
+        self.failure: str | None = None
         _live.add(self)
 
     def reset(self, **row: Any) -> str | None:
@@ -94,24 +96,45 @@ class AgentgymEnvironment:
         if TASK_COLUMN not in row:
             raise EnvError(f"dataset rows need a {TASK_COLUMN!r} column: build them with task_dataset()")
         task = Task.model_validate_json(row[TASK_COLUMN])
-        _loop.run(self.env.reset(task))
-        self.done = False
+        self.done, self.failure = False, None
+        try:
+            _loop.run(self.env.reset(task))
+        except Exception as e:  # a sandbox that would not start fails this episode, not the batch
+            self._fail(e)
         return None
+
+    def _fail(self, error: Exception) -> None:
+        self.done, self.failure = True, f"{type(error).__name__}: {error}"
+        if self.env.trajectory is not None:
+            self.env.trajectory.outcome, self.env.trajectory.failure = "error", self.failure
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         if self.done:
             return "Error: the episode is over; no further tool calls are run."
         arguments_json = json.dumps(arguments, default=str)
         call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name=name, arguments=arguments_json)
-        result = _loop.run(self.env.step(Message(role="assistant", tool_calls=[call])))
+        try:
+            result = _loop.run(self.env.step(Message(role="assistant", tool_calls=[call])))
+        except Exception as e:  # the env crashed (bad input already came back as an observation)
+            self._fail(e)
+            return f"Error: the environment failed: {self.failure}"
         self.done = result.terminated or result.truncated
         return observation_text(result.observation)
 
-    def get_reward(self) -> float:
-        """The episode's return: turn rewards plus the outcome reward (scored now if still running)."""
-        _loop.run(finish(self.env))
+    def get_reward(self) -> float | None:
+        """The episode's return: turn rewards plus the outcome reward (scored now if still running).
+
+        ``None`` when the env crashed: TRL then gives the rollout no advantage.
+        """
+        if self.failure is None:
+            try:
+                _loop.run(finish(self.env))
+            except Exception as e:
+                self._fail(e)
         self.done = True
-        return self.env.trajectory.reward if self.env.trajectory is not None else 0.0
+        if self.failure is not None or self.env.trajectory is None:
+            return None
+        return self.env.trajectory.reward
 
 
 def _tool_method(tool: ToolFunction) -> Callable[..., str]:

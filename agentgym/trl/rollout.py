@@ -95,6 +95,13 @@ class _Rollout:
     logprobs: list[float] = field(default_factory=list)
     spans: list[list[int]] = field(default_factory=list)
     has_logprobs: bool = True
+    failure: str | None = None
+
+    def fail(self, error: BaseException) -> None:
+        """Record an env that raised (a crashed sandbox): the episode ends, unscored."""
+        self.failure = f"{type(error).__name__}: {error}"
+        if self.env.trajectory is not None:
+            self.env.trajectory.outcome, self.env.trajectory.failure = "error", self.failure
 
     def add(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
         self.completion_ids += ids
@@ -156,15 +163,27 @@ class EnvRollout:
     def play(
         self, tasks: list[Task], trainer: Any, renderer: TemplateRenderer, budget: int
     ) -> list[_Rollout]:
-        """Run one episode per task, all turns batched across episodes; returns them finished."""
+        """Run one episode per task, all turns batched across episodes; returns them finished.
+
+        An env that raises (anything but the model-facing errors ``step`` already turns into
+        observations) ends its own episode as a failure; the other episodes go on.
+        """
         rollouts = [_Rollout(env=self.make_env()) for _ in tasks]
 
-        async def reset_all() -> list[list[Message]]:
-            return list(await asyncio.gather(*(r.env.reset(t) for r, t in zip(rollouts, tasks, strict=True))))
+        async def reset_all() -> list[Any]:
+            resets = (r.env.reset(t) for r, t in zip(rollouts, tasks, strict=True))
+            return list(await asyncio.gather(*resets, return_exceptions=True))
 
-        for r, opening in zip(rollouts, _loop.run(reset_all()), strict=True):
-            r.prompt_ids = renderer.prompt(opening, [t.to_openai() for t in r.env.tools])
-        active = list(range(len(rollouts)))
+        active = []
+        for i, (r, task, opening) in enumerate(zip(rollouts, tasks, _loop.run(reset_all()), strict=True)):
+            tools = [t.to_openai() for t in r.env.tools]
+            if isinstance(opening, BaseException):
+                r.fail(opening)
+                r.prompt_ids = renderer.prompt(r.env.opening_messages(task), tools)
+                r.add([renderer.tokenizer.eos_token_id], 0)  # TRL needs a token; it is masked out
+                continue
+            r.prompt_ids = renderer.prompt(opening, tools)
+            active.append(i)
         try:
             while active:
                 room = {i: budget - len(rollouts[i].completion_ids) for i in active}
@@ -182,12 +201,15 @@ class EnvRollout:
                     actions.append(Message(role="assistant", content=text))
 
                 async def step_all(actions: list[Message] = actions, active: list[int] = active) -> list[Any]:
-                    return list(await asyncio.gather(*(rollouts[i].env.step(a)
-                                                       for i, a in zip(active, actions, strict=True))))
+                    steps = (rollouts[i].env.step(a) for i, a in zip(active, actions, strict=True))
+                    return list(await asyncio.gather(*steps, return_exceptions=True))
 
                 still = []
                 for i, result in zip(active, _loop.run(step_all()), strict=True):
                     r = rollouts[i]
+                    if isinstance(result, BaseException):
+                        r.fail(result)
+                        continue
                     done = result.terminated or result.truncated or not result.observation
                     if done or len(r.completion_ids) >= budget:
                         continue
@@ -205,9 +227,15 @@ class EnvRollout:
     async def _finish_all(rollouts: list[_Rollout]) -> None:
         for r in rollouts:
             try:
-                await finish(r.env)
+                if r.failure is None:
+                    await finish(r.env)
+            except Exception as e:  # scoring touched a dead sandbox: a failed episode, not a failed batch
+                r.fail(e)
             finally:
-                await r.env.close()
+                try:
+                    await r.env.close()
+                except Exception as e:
+                    r.fail(e)
 
     @staticmethod
     def collect(rollouts: list[_Rollout]) -> dict[str, Any]:
@@ -215,7 +243,8 @@ class EnvRollout:
 
         ``logprobs`` is ``None`` when the generation backend gives none (transformers' ``generate``, as
         in TRL's own path); TRL then needs none, since only vLLM's importance sampling reads them.
-        Env tokens carry a logprob of 0, and are masked out.
+        Env tokens carry a logprob of 0, and are masked out. A failed episode's reward is ``None``:
+        TRL scores it NaN and gives it no advantage, so a crash teaches the model nothing.
         """
         trajectories = [r.env.trajectory for r in rollouts]
         sampled = all(r.has_logprobs for r in rollouts)
@@ -224,7 +253,9 @@ class EnvRollout:
             "completion_ids": [r.completion_ids for r in rollouts],
             "logprobs": [r.logprobs for r in rollouts] if sampled else None,
             "env_mask": [r.env_mask for r in rollouts],
-            "agentgym_reward": [t.reward if t else 0.0 for t in trajectories],
+            "agentgym_reward": [t.reward if t and r.failure is None else None
+                                for r, t in zip(rollouts, trajectories, strict=True)],
+            "agentgym_failure": [r.failure for r in rollouts],
             "agentgym_turn_rewards": [[turn.reward for turn in t.turns] if t else [] for t in trajectories],
             "agentgym_turn_spans": [r.spans for r in rollouts],
             "agentgym_components": [dict(t.reward_components) if t else {} for t in trajectories],
@@ -236,21 +267,21 @@ def tokenizer_decode(tokenizer: Any, ids: list[int]) -> str:
     return str(tokenizer.decode(ids, skip_special_tokens=True))
 
 
-def env_reward_func(name: str) -> Callable[..., list[float]]:
+def env_reward_func(name: str) -> Callable[..., list[float | None]]:
     """A TRL reward function returning the env's episode return, logging each reward component.
 
     Named ``name`` so TRL logs it as ``rewards/<name>/mean``, the same column the
     ``environment_factory`` path gives.
     """
 
-    def reward(completions: list[Any], agentgym_reward: list[float],
+    def reward(completions: list[Any], agentgym_reward: list[float | None],
                agentgym_components: list[dict[str, float]] | None = None,
-               log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float]:
+               log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float | None]:
         if log_metric is not None and agentgym_components:
             for key in sorted({k for c in agentgym_components for k in c}):
                 values = [c[key] for c in agentgym_components if key in c]
                 log_metric(f"components/{key}", sum(values) / len(values))
-        return [float(r) for r in agentgym_reward]
+        return [None if r is None else float(r) for r in agentgym_reward]
 
     reward.__name__ = reward.__qualname__ = name
     return reward
@@ -262,7 +293,7 @@ class RolloutSpec:
 
     train_dataset: Any
     rollout_func: EnvRollout
-    reward_funcs: list[Callable[..., list[float]]]
+    reward_funcs: list[Callable[..., list[float | None]]]
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``GRPOTrainer(...)`` (or :class:`TurnCreditGRPOTrainer`)."""

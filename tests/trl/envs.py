@@ -42,3 +42,23 @@ class Chatter(Env):
 
     async def score(self) -> Reward:
         return Reward(value=0.0)
+
+
+class Crashy(Env):
+    """Saying red crashes the env (as a dead sandbox would), failing that episode only."""
+
+    max_turns = 2
+
+    @tool(final=True)
+    async def say(self, colour: str) -> str:
+        """Say a colour and end the episode.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        if colour == "red":
+            raise RuntimeError("sandbox died")
+        return f"You said {colour}."
+
+    async def score(self) -> Reward:
+        return Reward(value=1.0)

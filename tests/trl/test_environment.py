@@ -72,3 +72,16 @@ def test_env_reward_reaches_trl_metrics(agent: tuple[Any, Any], tmp_path: Any) -
     trainer.train()
     logged = [h["rewards/Constant/mean"] for h in trainer.state.log_history if "rewards/Constant/mean" in h]
     assert logged == pytest.approx([0.37, 0.37])
+
+
+def test_an_env_crash_fails_the_episode_and_its_reward_is_none() -> None:
+    from tests.trl.envs import Crashy
+
+    env = environment_class(Crashy)()
+    env.reset(**task_dataset(Crashy, [BLUE])[0])
+    assert env.say(colour="red") == "Error: the environment failed: RuntimeError: sandbox died"
+    assert env.get_reward() is None
+    assert env.env.trajectory is not None and env.env.trajectory.outcome == "error"
+    env.reset(**task_dataset(Crashy, [BLUE])[0])  # the next episode starts clean
+    assert env.say(colour="blue") == "You said blue."
+    assert env.get_reward() == 1.0

@@ -9,7 +9,7 @@ import pytest
 from agentgym.trl import rollout_spec
 from agentgym.types import Task
 from tests.trl.conftest import grpo_config
-from tests.trl.envs import Chatter, Constant
+from tests.trl.envs import Chatter, Constant, Crashy
 
 BLUE = Task(id="blue", prompt="Pick a colour.", data={"colour": "blue"})
 
@@ -86,3 +86,17 @@ def test_env_reward_and_components_reach_trl_metrics(agent: Any, tmp_path: Any) 
     trainer.train()
     for key in ("rewards/Constant/mean", "components/constant"):
         assert [h[key] for h in trainer.state.log_history if key in h] == pytest.approx([0.37] * 2)
+
+
+def test_an_env_crash_fails_its_episode_not_the_batch(agent: Any, tmp_path: Any) -> None:
+    trainer, spec = _trainer(agent, tmp_path, Crashy)
+    out = spec.rollout_func([spec.train_dataset[0]["prompt"]] * 16, trainer)
+    failed = [i for i, f in enumerate(out["agentgym_failure"]) if f]
+    assert failed and len(failed) < 16  # the tiny model says red about a third of the time
+    for i, (reward, failure) in enumerate(zip(out["agentgym_reward"], out["agentgym_failure"], strict=True)):
+        if i in failed:
+            assert reward is None and failure == "RuntimeError: sandbox died"
+        else:
+            assert reward == 1.0
+    rewards = spec.reward_funcs[0](completions=[None] * 16, agentgym_reward=out["agentgym_reward"])
+    assert rewards == out["agentgym_reward"]  # None reaches TRL, which gives those rows no advantage
