@@ -85,3 +85,20 @@ def test_an_env_crash_fails_the_episode_and_its_reward_is_none() -> None:
     env.reset(**task_dataset(Crashy, [BLUE])[0])  # the next episode starts clean
     assert env.say(colour="blue") == "You said blue."
     assert env.get_reward() == 1.0
+
+
+async def test_the_toy_env_reference_policy_scores_point_nine() -> None:
+    from agentgym.envs.toy.env import COLOURS
+
+    for colour in COLOURS:
+        env = ColourEnv()
+        task = Task(id=colour, prompt="Pick a colour.", data={"colour": colour})
+        messages = await env.reset(task)
+        policy = ColourEnv.scripted_policies()["reference"]()
+        while True:
+            action = (await policy.act(messages, env.tools, task=task)).message
+            result = await env.step(action)
+            messages += [action, *result.observation]
+            if result.terminated or result.truncated:
+                break
+        assert env.trajectory is not None and env.trajectory.reward == pytest.approx(0.9)
