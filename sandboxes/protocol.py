@@ -1,8 +1,10 @@
 """The host's half of the agent protocol: write one JSON line, await the line with the same id.
 
 Both backends carry the same frames: the local backend over the agent's stdin/stdout pipes, the
-Docker backend over the container's attach socket, where Docker wraps each chunk of output in an
-8-byte header (stream type, 3 zero bytes, big-endian length) that :class:`AgentProtocol` strips.
+Docker backend over a unix socket shared with the container (see :mod:`~agentgym.sandboxes.channel`)
+or, when the engine is remote, over the container's attach socket, where Docker wraps each chunk of
+output in an 8-byte header (stream type, 3 zero bytes, big-endian length) that
+:class:`AgentProtocol` strips.
 Everything runs on the event loop (no thread hop per call) and a call's timeout is a
 ``loop.call_later`` on its future, the cheapest timer asyncio has.
 """
@@ -25,12 +27,15 @@ class AgentProtocol(asyncio.Protocol):
     Args:
         multiplexed: The stream carries Docker's 8-byte frame headers (an attach socket with
             ``tty=False``); stderr frames are kept in :attr:`stderr` rather than parsed.
+        stderr: Where the agent's stderr is kept, when another stream carries it (the attach
+            socket beside a direct one); it explains a lost connection.
     """
 
-    def __init__(self, *, multiplexed: bool = False) -> None:
+    def __init__(self, *, multiplexed: bool = False, stderr: bytearray | None = None) -> None:
         self.multiplexed = multiplexed
-        self.stderr = bytearray()
+        self.stderr = bytearray() if stderr is None else stderr
         self.lost: str | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._raw = bytearray()
         self._lines = bytearray()
         self._waiting: tuple[int, asyncio.Future[dict[str, Any]]] | None = None
@@ -48,7 +53,8 @@ class AgentProtocol(asyncio.Protocol):
             payload = bytes(raw[8 : 8 + size])
             del raw[: 8 + size]
             if kind == 2:
-                self.stderr = (self.stderr + payload)[-STDERR_KEPT:]
+                self.stderr += payload
+                del self.stderr[:-STDERR_KEPT]
             else:
                 self._feed(payload)
 
@@ -92,6 +98,8 @@ class AgentProtocol(asyncio.Protocol):
         if self.stderr:
             self.lost += ": " + self.stderr.decode("utf-8", "replace").strip()[-1000:]
         self._fail(SandboxError(self.lost))
+        if not self.closed.done():
+            self.closed.set_result(None)
 
 
 class AgentClient:

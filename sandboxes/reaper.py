@@ -3,6 +3,8 @@
 A container is leaked when the process that made it is gone (same boot and host, pid dead or
 recycled) or its wall time is over. Containers normally remove themselves (see
 :mod:`agentgym.sandboxes.docker`); this catches the rest, e.g. an engine restarted under them.
+Both also remove the host directories of direct sockets (:mod:`agentgym.sandboxes.channel`) that
+no remaining container names: those of an owner that was killed before it could.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import logging
 import time
 from typing import Any
 
-from agentgym.sandboxes import engine
 from pydantic import BaseModel
+
+from agentgym.sandboxes import channel, engine
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +63,10 @@ def is_leaked(labels: dict[str, Any], now: float | None = None) -> bool:
 
 
 def reap() -> list[str]:
-    """Remove leaked containers; return their short ids."""
-    return _remove([c.id for c in list_sandboxes() if c.leaked])
+    """Remove leaked containers and stale socket directories; return the containers' short ids."""
+    removed = _remove([c.id for c in list_sandboxes() if c.leaked])
+    _remove_stale_dirs()
+    return removed
 
 
 def prune(*, images: bool = False) -> list[str]:
@@ -71,6 +76,7 @@ def prune(*, images: bool = False) -> list[str]:
         Short ids of the removed containers, then tags of the removed images.
     """
     removed = _remove([c.id for c in list_sandboxes()])
+    _remove_stale_dirs()
     if images:
         from agentgym.sandboxes import builder
 
@@ -86,6 +92,14 @@ def _remove(ids: list[str]) -> list[str]:
     if ids:
         log.warning("removed %d agentgym container(s): %s", len(ids), ", ".join(ids))
     return ids
+
+
+def _remove_stale_dirs() -> None:
+    containers = engine.client().api.containers(all=True, filters={"label": channel.LABEL})
+    in_use = {(c.get("Labels") or {}).get(channel.LABEL, "") for c in containers}
+    stale = channel.remove_stale(in_use)
+    if stale:
+        log.info("removed %d stale agentgym socket director(ies)", len(stale))
 
 
 def _number(labels: dict[str, Any], key: str, kind: type[int] | type[float]) -> Any:

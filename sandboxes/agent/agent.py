@@ -1,7 +1,9 @@
 """The in-sandbox agent: one stdlib-only file that answers newline-delimited JSON requests on stdin.
 
 The host starts it as ``python3 -u -c <this source> <config json>``, so it runs in any image that
-has a ``python3`` (3.8 or newer) and nothing needs baking into the image. Each request is one line,
+has a ``python3`` (3.8 or newer) and nothing needs baking into the image. Requests arrive on stdin, or
+on a unix socket the host listens on (``"socket"`` in the config), and replies go back the same way.
+Each request is one line,
 ``{"id": 1, "op": "exec", ...}``, and gets exactly one response line with the same ``id``:
 ``{"id": 1, "ok": true, ...}`` or ``{"id": 1, "ok": false, "error": "...", "errno": 2}``.
 
@@ -19,7 +21,7 @@ output it reads through pipes, keeping at most ``output_bytes`` of each stream a
 dropping) the rest, so that nothing user code does (loop forever, print gigabytes, fork, exhaust
 memory, close its file descriptors, exit) can stop it from answering. Children get the rlimits in
 the config and volunteer to be the out-of-memory killer's first choice. The agent exits after
-``wall_seconds`` or when stdin closes, taking every child with it.
+``wall_seconds`` or when the request stream closes, taking every child with it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -434,8 +437,21 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def connect(path: str) -> socket.socket:
+    """The host's socket (Docker with a local engine), connected before anything else runs.
+
+    The host accepts one connection and unlinks the socket before its first request, so by the
+    time any user code exists there is nothing left to connect to.
+    """
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    channel.connect(path)
+    return channel
+
+
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    channel = connect(config["socket"]) if config.get("socket") else None
+    requests, replies = (channel.fileno(), channel.fileno()) if channel else (0, 1)
     agent = Agent(config)
     if agent.user:
         os.setgroups([])
@@ -454,9 +470,9 @@ def main() -> None:
             remaining = agent.deadline - time.monotonic()
             if remaining <= 0:
                 break
-            if not select.select([0], [], [], remaining)[0]:
+            if not select.select([requests], [], [], remaining)[0]:
                 continue
-            chunk = os.read(0, 1 << 20)
+            chunk = os.read(requests, 1 << 20)
             if not chunk:
                 break
             end = chunk.find(b"\n")  # only new bytes are searched: a 100 MB write_file stays linear
@@ -464,7 +480,7 @@ def main() -> None:
                 pending += chunk[:end]
                 chunk = chunk[end + 1 :]
                 if pending:
-                    write_all(1, answer(agent, bytes(pending)))
+                    write_all(replies, answer(agent, bytes(pending)))
                 pending.clear()
                 end = chunk.find(b"\n")
             pending += chunk

@@ -1,0 +1,124 @@
+"""The Docker backend's direct data path: a unix socket in a bind-mounted directory, bypassing dockerd.
+
+Over the attach stream every request and reply is copied through dockerd and the container's shim
+(about as much CPU as the agent itself spends). With a local engine we instead make a fresh, empty
+host directory per sandbox, mount it read-only at :data:`MOUNT` in the container and listen on
+``agent.sock`` in it before the container starts; the agent connects as its first act, before it
+starts anything that could run user code, and the kernel carries the frames from then on.
+
+Untrusted code gains nothing: the host accepts exactly one connection, checks that it comes from a
+process in the sandbox's own container (its cgroup names the container), then closes the listener
+and unlinks the socket, all before it sends the first request, so no user code exists while there
+is anything to connect to. The directory is mode 0700 (0711 when agentgym is not root, so the
+container's root can reach the socket), read-only inside the container, and empty after startup.
+It is removed with the container; :func:`remove_stale` removes those whose owner died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import time
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes import engine
+
+MOUNT = "/run/agentgym"  # where the directory appears inside the container
+SOCKET_NAME = "agent.sock"
+PREFIX = "agentgym-docker-"
+LABEL = f"{engine.LABEL}.rundir"  # on the container: which directory is its own
+STALE_SECONDS = 60  # a directory no container names is left alone this long (it may be mid-creation)
+
+
+def usable() -> bool:
+    """Whether the engine shares this machine's filesystem: a local unix-socket engine, not tcp:// or ssh://."""
+    return str(engine.client().api.base_url).startswith("http+docker://")
+
+
+class Listener:
+    """The host end, made before the container: a fresh directory with a listening socket in it."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix=PREFIX)
+        self.path = os.path.join(self.dir, SOCKET_NAME)
+        self._sock: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.bind(self.path)
+            if os.geteuid() != 0:  # the container's root has no CAP_DAC_OVERRIDE: it needs the bits
+                os.chmod(self.dir, 0o711)
+                os.chmod(self.path, 0o666)
+            self._sock.listen(1)
+            self._sock.setblocking(False)
+        except OSError:
+            self.close()
+            remove_dir(self.dir)
+            raise
+
+    async def accept(self, container_id: str, lost: asyncio.Future[None], seconds: float) -> socket.socket:
+        """The agent's connection, once; then nothing is left to connect to.
+
+        Raises:
+            SandboxError: The agent exited first (``lost`` finished), did not connect within
+                ``seconds``, or the peer is not a process of ``container_id``.
+        """
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
+        accepting = asyncio.ensure_future(loop.sock_accept(self._sock))
+        try:
+            await asyncio.wait([accepting, lost], timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not accepting.done():
+                accepting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await accepting
+            self.close()
+        if accepting.cancelled() or accepting.exception() is not None:
+            raise SandboxError(f"the agent did not connect to {MOUNT}/{SOCKET_NAME}")
+        conn, _ = accepting.result()
+        if not from_container(conn, container_id):
+            conn.close()
+            raise SandboxError(f"a process outside container {container_id[:12]} connected to its socket")
+        conn.setblocking(False)
+        return conn
+
+    def close(self) -> None:
+        """Stop listening and unlink the socket: the directory is left empty."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+
+def from_container(conn: socket.socket, container_id: str) -> bool:
+    """Whether the peer of ``conn`` is a process in ``container_id`` (by its cgroup)."""
+    pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="ascii", errors="replace") as f:
+            return pid > 0 and container_id in f.read()
+    except OSError:
+        return False
+
+
+def remove_dir(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale(in_use: set[str]) -> list[str]:
+    """Remove our directories that no container in ``in_use`` names and that are old; return them."""
+    removed = []
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), PREFIX + "*")):
+        try:
+            if path in in_use or time.time() - os.stat(path).st_mtime < STALE_SECONDS:
+                continue
+        except FileNotFoundError:
+            continue
+        remove_dir(path)
+        removed.append(path)
+    return removed

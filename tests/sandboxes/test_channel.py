@@ -1,0 +1,111 @@
+"""The Docker backend's direct socket: private to the agent, gone with the container, and optional."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+
+import pytest
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes import channel, docker, reaper
+from agentgym.sandboxes.docker import create
+from agentgym.sandboxes.protocol import AgentProtocol
+from tests.conftest import docker_or_skip
+from tests.sandboxes.conftest import SMALL
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(autouse=True)
+def _engine() -> None:
+    docker_or_skip()
+
+
+def rundir(box: docker.DockerSandbox) -> str:
+    labels = docker.engine.client().api.inspect_container(box.id)["Config"]["Labels"]
+    return str(labels[channel.LABEL])
+
+
+def present(path: str) -> bool:
+    return os.path.exists(path)
+
+
+async def test_requests_bypass_dockerd_and_code_cannot_reach_the_socket() -> None:
+    async with await create("python", SMALL) as box:
+        assert not box.client.protocol.multiplexed  # the direct socket, not the attach stream
+        path = rundir(box)
+        assert os.listdir(path) == []  # the socket is unlinked once the agent is connected
+        probe = await box.exec(f"ls -a {channel.MOUNT}; touch {channel.MOUNT}/x; mkdir {channel.MOUNT}/d")
+        assert probe.exit_code != 0 and "Permission denied" in probe.stderr
+        assert os.listdir(path) == []
+    assert not present(path)
+
+
+async def test_an_agent_that_cannot_connect_falls_back_to_the_attach_stream(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Misplaced(channel.Listener):
+        def __init__(self) -> None:
+            super().__init__()
+            os.rename(self.path, self.path + ".elsewhere")  # the agent finds no socket and exits
+            self.path += ".elsewhere"
+
+    monkeypatch.setattr(channel, "Listener", Misplaced)
+    monkeypatch.setattr(docker, "_direct", None)
+    monkeypatch.setattr(docker, "_direct_proven", False)
+    with caplog.at_level(logging.WARNING):
+        async with await create("python", SMALL) as box:
+            assert box.client.protocol.multiplexed
+            assert (await box.run_python("print(6 * 7)")).output == "42\n"
+    assert "attach stream" in caplog.text
+    assert docker._direct is False
+
+
+async def test_a_stranger_is_not_taken_for_the_agent() -> None:
+    listener = channel.Listener()
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        stranger.connect(listener.path)
+        never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with pytest.raises(SandboxError, match="outside container"):
+            await listener.accept("0" * 64, never, 5)
+        assert not present(listener.path)
+    finally:
+        stranger.close()
+        channel.remove_dir(listener.dir)
+
+
+async def test_closing_the_direct_socket_ends_the_container() -> None:
+    async with await create("python", SMALL) as box:
+        protocol = box.client.protocol
+        assert isinstance(protocol, AgentProtocol)
+        box.client.transport.close()  # what the owner's death does: the agent reads end of input
+        await asyncio.wait_for(protocol.closed, 10)
+        assert not box.connected
+        deadline = time.monotonic() + 15
+        while docker.engine.client().api.containers(all=True, filters={"id": box.id}):
+            assert time.monotonic() < deadline, "the container outlived its agent"
+            await asyncio.sleep(0.2)
+
+
+async def test_reaper_removes_only_stale_directories() -> None:
+    stale = channel.Listener()
+    fresh = channel.Listener()
+    for listener in (stale, fresh):
+        listener.close()
+    old = time.time() - channel.STALE_SECONDS - 10
+    os.utime(stale.dir, (old, old))
+    async with await create("python", SMALL) as box:
+        in_use = rundir(box)
+        os.utime(in_use, (old, old))
+        try:
+            await asyncio.to_thread(reaper.reap)
+            assert not present(stale.dir)
+            assert present(fresh.dir)  # may belong to a container being created right now
+            assert present(in_use) and (await box.exec("echo alive")).stdout == "alive\n"
+        finally:
+            channel.remove_dir(fresh.dir)
