@@ -61,6 +61,9 @@ class LocalSandbox(AgentSandbox):
         self.proc = proc
         self._uid = uid
         self._workdir = workdir
+        if uid is not None and workdir is None:
+            # Jailed, with code under a uid of its own in its own pid namespace: it can be wiped.
+            self.scratch_dirs = (JAIL_WORKDIR, "/tmp")
 
 
 def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None) -> None:

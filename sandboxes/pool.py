@@ -1,8 +1,11 @@
 """Choosing a backend, and warm pools that hand out ready sandboxes in about a millisecond.
 
 Creating a sandbox costs a container start (~0.2-0.5 s) or a jail start (~60 ms); a pool pays that in
-the background so that ``acquire()`` only pops a ready one. Sandboxes are single-use: the caller
-``close()``-s what it got, and the pool makes a fresh one. Pools are process-wide and keyed by
+the background so that ``acquire()`` only pops a ready one. When the caller ``close()``-s what it got,
+the sandbox is wiped back to fresh (every process of the code's user killed, every writable
+directory emptied, a new Python session: :meth:`AgentSandbox.recycle`) and goes back to the pool,
+which costs milliseconds instead of a container start; one that cannot be wiped is destroyed, and
+the pool makes a new one. Pools are process-wide and keyed by
 event loop, backend, image and limits, so every env in a process shares them; a shared pool starts
 empty and grows by one spare each time a caller has to wait for a cold start, up to
 :data:`MAX_SHARED_SPARES`.
@@ -107,19 +110,23 @@ class SandboxPool:
         limits: Limits for every sandbox of the pool.
         size: Spares to keep ready.
         max_size: Spares the pool may grow to when callers find it empty (default: ``size``).
+        recycle: Wipe and reuse closed sandboxes (see above); ``False`` destroys each one after a
+            single use.
     """
 
     def __init__(
         self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
-        *, max_size: int | None = None,
+        *, max_size: int | None = None, recycle: bool = True,
     ) -> None:
         self.backend = backend
         self.image = image
         self.limits = limits or Limits()
         self.size = size
         self.max_size = max(size, max_size if max_size is not None else size)
+        self.recycle = recycle
         self._ready: collections.deque[AgentSandbox] = collections.deque()
         self._starting = 0
+        self._wiping = 0  # closed sandboxes on their way back: they count as spares to come
         self._tasks: set[asyncio.Task[None]] = set()
         self._gate: asyncio.Semaphore | None = None
         self._backoff_until = 0.0
@@ -146,13 +153,13 @@ class SandboxPool:
         while self._ready:
             sandbox = self._ready.popleft()
             self._refill()
-            if sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2:
-                return sandbox
+            if self._fit(sandbox):
+                return self._hand_out(sandbox)
             self._spawn(sandbox.close())
         self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more spare
         sandbox = await self._start()
         self._refill()
-        return sandbox
+        return self._hand_out(sandbox)
 
     async def fill(self) -> None:
         """Start spares and wait until ``size`` are ready.
@@ -175,6 +182,31 @@ class SandboxPool:
         spares, self._ready = list(self._ready), collections.deque()
         await asyncio.gather(*(s.close() for s in spares))
 
+    def _fit(self, sandbox: AgentSandbox) -> bool:
+        """Alive, and with most of its wall time ahead."""
+        return sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2
+
+    def _hand_out(self, sandbox: AgentSandbox) -> AgentSandbox:
+        if self.recycle:
+            sandbox.return_to = self._give_back
+        return sandbox
+
+    def _give_back(self, sandbox: AgentSandbox) -> None:
+        """A caller closed ``sandbox``: wipe it in the background and keep it, or destroy it."""
+        self._wiping += 1
+        self._spawn(self._wipe(sandbox))
+
+    async def _wipe(self, sandbox: AgentSandbox) -> None:
+        try:
+            fresh = None if self._closed else await sandbox.recycle()
+        finally:
+            self._wiping -= 1
+        if fresh is None or self._closed or len(self._ready) >= self.max_size or not self._fit(fresh):
+            await (fresh or sandbox).destroy()
+            self._refill()
+        else:
+            self._ready.append(fresh)
+
     async def _start(self) -> AgentSandbox:
         if self._gate is None:
             self._gate = asyncio.Semaphore(PARALLEL_STARTS)
@@ -182,7 +214,7 @@ class SandboxPool:
             return await start(self.backend, self.image, self.limits)
 
     def _refill(self) -> None:
-        missing = self.size - len(self._ready) - self._starting
+        missing = self.size - len(self._ready) - self._starting - self._wiping
         if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
             return
         for _ in range(missing):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import functools
+import shlex
 import logging
 import time
 import weakref
@@ -30,6 +32,34 @@ log = logging.getLogger(__name__)
 GRACE_SECONDS = 5.0
 PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
+RECYCLE_TIMEOUT = 10.0
+
+# Run as the code's user: kill every process of that user (kill -1 spares the calling shell) until
+# none but zombies is left, then empty every directory code can write. Non-zero exit: not clean.
+# The checks use shell builtins only, so the shell forks nothing that could count as a survivor.
+_WIPE = """
+clean=no
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  kill -9 -1 2>/dev/null
+  clean=yes
+  for p in /proc/[0-9]*; do
+    [ "${{p#/proc/}}" = "$$" ] && continue
+    [ -O "$p" ] || continue
+    read -r stat < "$p/stat" 2>/dev/null || continue
+    case "$stat" in *") Z "*) continue ;; esac
+    clean=no
+  done
+  [ "$clean" = yes ] && break
+  sleep 0.02
+done
+[ "$clean" = yes ] || {{ echo "processes survived"; exit 1; }}
+for d in {dirs}; do
+  [ -d "$d" ] || continue
+  chmod -R u+rwx "$d" 2>/dev/null
+  find "$d" -mindepth 1 -delete 2>/dev/null
+  if [ -n "$(find "$d" -mindepth 1 -print -quit)" ]; then echo "$d is not empty"; exit 1; fi
+done
+"""
 
 
 @functools.cache
@@ -66,6 +96,10 @@ class AgentSandbox:
         limits: What code inside may use.
     """
 
+    scratch_dirs: tuple[str, ...] = ()
+    """Every directory code can write to. A backend that lists them (and runs code as a user of its
+    own, in its own process namespace) can be wiped back to fresh and reused: see :meth:`recycle`."""
+
     def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None]) -> None:
         """
         Args:
@@ -81,6 +115,7 @@ class AgentSandbox:
         self.started = time.monotonic()
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_quietly, id, destroy)
+        self.return_to: Callable[[AgentSandbox], None] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
@@ -159,10 +194,55 @@ class AgentSandbox:
             return False
         return True
 
+    async def recycle(self) -> AgentSandbox | None:
+        """Wipe this (closed) sandbox back to fresh and return it as a new object, or None if it cannot be.
+
+        Fresh means what a new sandbox has: no process of the code's user (all are killed and
+        checked gone), empty scratch directories (:attr:`scratch_dirs`, checked empty) and a new
+        Python session. The returned object is a new handle: whoever kept the old one cannot reach
+        the next user's work. A sandbox that cannot be wiped is left for :meth:`destroy`.
+        """
+        if not self.scratch_dirs or self.client.broken is not None or self.client.protocol.lost is not None:
+            return None
+        script = _WIPE.format(dirs=" ".join(shlex.quote(d) for d in self.scratch_dirs))
+        try:
+            wiped = await self.client.call("exec", RECYCLE_TIMEOUT + GRACE_SECONDS, cmd=script,
+                                           timeout=RECYCLE_TIMEOUT, cwd="/")
+            # The session's process was killed with the rest: this call starts a new one.
+            restart = await self.client.call("python", RECYCLE_TIMEOUT + GRACE_SECONDS, code="",
+                                             timeout=RECYCLE_TIMEOUT)
+        except (SandboxError, OSError) as e:
+            log.info("sandbox %s could not be recycled: %s", self.id, e)
+            return None
+        if wiped["exit_code"] != 0 or restart["timed_out"]:
+            log.info("sandbox %s is not clean: %s", self.id, wiped["stdout"].strip() or restart["error"])
+            return None
+        detached = self._finalizer.detach()
+        if detached is None:
+            return None
+        fresh = copy.copy(self)
+        fresh._finalizer = weakref.finalize(fresh, detached[1], *detached[2])
+        fresh._closed = False
+        fresh.return_to = None
+        return fresh
+
     async def close(self) -> None:
-        """Destroy the sandbox and everything in it; later calls do nothing."""
+        """Close the sandbox; later calls do nothing.
+
+        A sandbox from a recycling pool goes back to it, to be wiped in the background and reused
+        (see :meth:`recycle`); any other is destroyed with everything in it.
+        """
         if self._closed:
             return
+        self._closed = True
+        if self.return_to is not None:
+            give_back, self.return_to = self.return_to, None
+            give_back(self)
+            return
+        await self.destroy()
+
+    async def destroy(self) -> None:
+        """Destroy the sandbox and everything in it, whether or not it was closed."""
         self._closed = True
         self.client.close()
         await asyncio.to_thread(self._finalizer)

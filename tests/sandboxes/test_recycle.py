@@ -1,0 +1,89 @@
+"""Closed sandboxes go back to their pool wiped: nothing of the last user survives into the next."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agentgym.sandboxes.pool import SandboxPool
+
+from tests.sandboxes.conftest import SMALL
+
+LEFTOVERS = """
+import os, subprocess
+secret = 42
+open('/tmp/left.txt', 'w').write('x')
+os.makedirs('/tmp/locked/deeper')
+open('/tmp/locked/deeper/f', 'w').write('x')
+os.chmod('/tmp/locked/deeper', 0)
+os.chmod('/tmp/locked', 0)
+subprocess.Popen(['sleep', '300'], start_new_session=True)
+"""
+
+SNOOP = """
+import os
+mine = [p for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid == os.getuid()
+        and int(p) != os.getpid()]
+print(sorted(os.listdir('/tmp')), sorted(os.listdir('.')), 'secret' in globals(), len(mine))
+"""
+
+
+async def _returned(pool: SandboxPool, sandbox_id: str) -> bool:
+    for _ in range(200):
+        if any(s.id == sandbox_id for s in pool._ready):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_a_closed_sandbox_comes_back_wiped(backend: str) -> None:
+    pool = SandboxPool(backend, "python", SMALL, size=1, max_size=4)
+    try:
+        first = await pool.acquire()
+        assert not (await first.run_python(LEFTOVERS)).error
+        await first.write_file("notes.txt", "private")
+        await first.exec("nohup sleep 300 >/dev/null 2>&1 &")
+        await first.close()
+        assert await _returned(pool, first.id), "the wiped sandbox did not come back to the pool"
+        while True:  # take spares until we get the recycled one
+            again = await pool.acquire()
+            if again.id == first.id:
+                break
+            await again.destroy()
+        assert again is not first
+        result = await again.run_python(SNOOP)
+        assert result.output.strip() == "[] [] False 0", result
+        assert not result.restarted and result.error is None
+        try:
+            await first.run_python("print(1)")
+        except Exception as e:  # the old handle stays closed: it cannot reach the next user's sandbox
+            assert "closed" in str(e)
+        else:
+            raise AssertionError("the old handle still works")
+        await again.destroy()
+    finally:
+        await pool.shutdown()
+
+
+async def test_a_dead_sandbox_is_destroyed_not_recycled(backend: str) -> None:
+    pool = SandboxPool(backend, "python", SMALL, size=1)
+    try:
+        box = await pool.acquire()
+        box.client.close()  # as if the agent's stream broke
+        await box.close()
+        await asyncio.sleep(0.5)
+        assert all(s.id != box.id for s in pool._ready)
+        assert not await box.is_alive()
+    finally:
+        await pool.shutdown()
+
+
+async def test_a_pool_that_does_not_recycle_destroys(backend: str) -> None:
+    pool = SandboxPool(backend, "python", SMALL, size=1, recycle=False)
+    try:
+        box = await pool.acquire()
+        await box.close()
+        assert box.client.broken is not None or box.client.protocol.lost is not None or box._closed
+        await asyncio.sleep(0.3)
+        assert all(s.id != box.id for s in pool._ready)
+    finally:
+        await pool.shutdown()
