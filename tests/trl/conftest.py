@@ -14,6 +14,11 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 @pytest.fixture(scope="session")
 def toy_agent() -> tuple[Any, Any]:
+    import torch
+
+    # One thread: the model is tiny, and the machine's cores are shared with other test runs, where
+    # a second thread mostly waits (and makes runs slower and less repeatable under load).
+    torch.set_num_threads(1)
     from agentgym.envs.toy.env import say_examples
     from agentgym.trl.tiny import tiny_agent
 
