@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.errors import EnvError, ToolError
 from agentgym.parsing import ParsedCall, parse_tool_calls
@@ -102,6 +102,11 @@ class Env:
 
     # ----------------------------------------------------------------- the episode contract
     @property
+    def done(self) -> bool:
+        """Whether the current episode has ended (terminated or truncated); ``step()`` now raises."""
+        return self._done
+
+    @property
     def tools(self) -> list[ToolSpec]:
         """The tools the model may call, as OpenAI function specs."""
         return [t.spec for t in self._tools.values()]
@@ -156,16 +161,9 @@ class Env:
                 break
         truncated = not terminated and len(self.trajectory.turns) >= self.max_turns
         info: dict[str, Any] = {}
-        if terminated or truncated:
-            self._done = True
-            outcome = await self.score()
-            self.trajectory.outcome_reward = outcome.value
-            self.trajectory.reward_components = dict(outcome.components)
-            self.trajectory.info.update(outcome.info)
-            turn.reward += outcome.value
-            info["reward"] = outcome.model_dump()
-            self.trajectory.outcome = "terminated" if terminated else "truncated"
         self.trajectory.reward += turn.reward
+        if terminated or truncated:
+            info["reward"] = (await self.end("terminated" if terminated else "truncated")).model_dump()
         turn.env_seconds = time.monotonic() - started
         if turn.tool_errors:
             info["tool_errors"] = list(turn.tool_errors)
@@ -173,6 +171,29 @@ class Env:
             observation=list(turn.observation), reward=turn.reward,
             terminated=terminated, truncated=truncated, info=info,
         )
+
+    async def end(self, outcome: Literal["terminated", "truncated"] = "truncated") -> Reward:
+        """End the current episode now and score it as it stands; ``step`` calls this when an episode ends.
+
+        A driver that stops an episode early (a trainer out of tokens, a model that answered in text
+        the driver keeps) calls it to get the outcome reward all the same. The reward is added to the
+        last turn and to the trajectory's return, and its components are recorded.
+        """
+        if self.trajectory is None:
+            raise EnvError("end() called before reset()")
+        if self._done:
+            raise EnvError("the episode has already ended")
+        self._done = True
+        reward = await self.score()
+        trajectory = self.trajectory
+        trajectory.outcome_reward = reward.value
+        trajectory.reward_components = dict(reward.components)
+        trajectory.info.update(reward.info)
+        trajectory.reward += reward.value
+        if trajectory.turns:
+            trajectory.turns[-1].reward += reward.value
+        trajectory.outcome = outcome
+        return reward
 
     async def close(self) -> None:
         """Release the sandbox and anything :meth:`teardown` frees; safe to call twice."""

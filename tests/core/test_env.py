@@ -86,3 +86,16 @@ def test_builtin_envs_come_through_the_entry_point():
     import agentgym
 
     assert "code" in agentgym.registered()
+
+
+async def test_end_scores_an_episode_stopped_early():
+    env = make("test/Counter-v0")
+    with pytest.raises(EnvError, match="before reset"):
+        await env.end()
+    await env.reset(seed=0)
+    await env.step(call("add", '{"amount": 1}'))
+    reward = await env.end()
+    assert env.done and reward.value == 0.0 and env.trajectory.outcome == "truncated"
+    assert env.trajectory.reward == pytest.approx(0.1)
+    with pytest.raises(EnvError, match="already ended"):
+        await env.end()
