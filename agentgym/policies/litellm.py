@@ -10,7 +10,6 @@ counted in the reply's ``Usage.retries``.
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 from tenacity import (
@@ -22,18 +21,11 @@ from tenacity import (
 )
 
 from agentgym.errors import PolicyError
+from agentgym.llm import litellm_module
 from agentgym.policies.base import Reply
 from agentgym.types import Message, Task, ToolCall, ToolSpec, Usage
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-
-
-def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -113,7 +105,7 @@ class LiteLLMPolicy:
         return min(max(backoff, hinted or 0.0), self.backoff_max)
 
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
-        litellm = _litellm()
+        litellm = litellm_module()
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_openai() for m in messages],

@@ -14,11 +14,11 @@ metrics instead of crashing the batch. Judges are easy to fool: run
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
+from agentgym.llm import litellm_module
 from agentgym.rewards.verifier import final_text
 from agentgym.types import Reward, Task, Trajectory
 
@@ -98,9 +98,7 @@ class LLMJudge:
 
     async def grade(self, task: Task, answer: str) -> Reward:
         """Grade one answer to ``task`` directly (what :meth:`score` does after extracting the answer)."""
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
+        litellm = litellm_module()
         kwargs: dict[str, Any] = {"api_base": self.api_base, "api_key": self.api_key}
         messages = self.messages(task, answer)
         problem = ""

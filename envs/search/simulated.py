@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 from typing import Any
 
 from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult, current_task
-
 from agentgym.errors import ToolError
+from agentgym.llm import litellm_module
 
 _PROMPT = """You are a web search engine. Write the top {k} results for the query below, as JSON:
 {{"results": [{{"title": "...", "url": "https://...", "snippet": "one or two sentences", \
@@ -93,9 +92,7 @@ class SimulatedSearch:
         self.pages: dict[str, Document] = {}
 
     async def _complete(self, prompt: str) -> str:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
+        litellm = litellm_module()
         try:
             response = await litellm.acompletion(
                 model=self.model,
