@@ -102,7 +102,8 @@ async def test_reaper_removes_only_leaked_containers() -> None:
     mine = labelled_sleeper()
     try:
         removed = await asyncio.to_thread(reaper.reap)
-        assert {orphan[:12], expired[:12], recycled[:12]} <= set(removed)
+        # Any process reaps on its first Docker use, so another one on this engine may get there first.
+        assert all(c[:12] in removed or not exists(c) for c in (orphan, expired, recycled))
         assert mine[:12] not in removed and exists(mine)
         listed = {c.id: c for c in reaper.list_sandboxes()}
         assert not listed[mine[:12]].leaked
