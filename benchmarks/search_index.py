@@ -27,11 +27,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.envs.search.data import Paragraph, Question, load_corpus
-from agentgym.envs.search.local import BM25Index
-
 import agentgym
 from agentgym import Message, ToolCall
+from agentgym.envs.search.data import Paragraph, Question, load_corpus
+from agentgym.envs.search.local import BM25Index
 
 RESULTS = Path(__file__).parent / "results" / "search_index.json"
 KS = (1, 5, 10)

@@ -25,7 +25,6 @@ from typing import Any
 from agentgym.envs.search import SearchEnv
 from agentgym.envs.search.data import SPLITS
 from agentgym.envs.search.env import corpus_tasks
-
 from agentgym.evaluation import evaluate
 
 RESULTS = Path(__file__).parent / "results" / "search_policies.json"

@@ -82,12 +82,12 @@ class Sandbox(Protocol):
     limits: Limits
 
     async def exec(
-        self, cmd: str, *, timeout: float | None = None, cwd: str | None = None  # noqa: ASYNC109
+        self, cmd: str, *, timeout: float | None = None, cwd: str | None = None
     ) -> ExecResult:
         """Run a shell command (``/bin/sh -c``) and wait for it, up to ``timeout`` seconds."""
         ...
 
-    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:  # noqa: ASYNC109
+    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:
         """Run code in the persistent Python session; state carries over between calls."""
         ...
 

@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentgym.sandboxes import engine
 from pydantic import BaseModel, ConfigDict
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes import engine
 
 if TYPE_CHECKING:
     import docker

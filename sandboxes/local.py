@@ -30,11 +30,10 @@ import sys
 import tempfile
 import time
 
+from agentgym.errors import SandboxError
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
 from agentgym.sandboxes.sandbox import AgentSandbox, agent_config, agent_source
-
-from agentgym.errors import SandboxError
 
 log = logging.getLogger(__name__)
 

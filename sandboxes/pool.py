@@ -22,11 +22,10 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
+from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.base import Limits, Sandbox
 from agentgym.sandboxes.sandbox import AgentSandbox
-
-from agentgym.errors import SandboxError
 
 log = logging.getLogger(__name__)
 

@@ -13,18 +13,17 @@ import asyncio
 import base64
 import copy
 import functools
-import shlex
 import logging
+import shlex
 import time
 import weakref
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
 from agentgym.sandboxes.protocol import AgentClient
-
-from agentgym.errors import SandboxError, SandboxTimeout
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +120,7 @@ class AgentSandbox:
         return f"<{type(self).__name__} {self.id}>"
 
     async def exec(
-        self, cmd: str, *, timeout: float | None = None, cwd: str | None = None  # noqa: ASYNC109
+        self, cmd: str, *, timeout: float | None = None, cwd: str | None = None
     ) -> ExecResult:
         """Run ``cmd`` with ``/bin/sh -c`` in the working directory (or ``cwd``).
 
@@ -142,7 +141,7 @@ class AgentSandbox:
             timed_out=reply["timed_out"], truncated=reply["truncated"],
         )
 
-    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:  # noqa: ASYNC109
+    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:
         """Run ``code`` in the persistent Python session.
 
         Globals persist between calls. An uncaught exception comes back as ``error`` (its

@@ -27,7 +27,6 @@ from agentgym.envs.search.backend import (
     SearchResult,
     current_task,
 )
-
 from agentgym.errors import ToolError
 
 CacheMode = Literal["record", "replay", "auto"]

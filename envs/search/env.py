@@ -8,12 +8,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from agentgym.env import Env, ToolResult
 from agentgym.envs.search.backend import SearchBackend, SearchResult, current_task
 from agentgym.envs.search.cache import CacheMode, RecordReplay
 from agentgym.envs.search.data import SPLITS, load_corpus
 from agentgym.envs.search.verify import normalize_answer, score_answer
-
-from agentgym.env import Env, ToolResult
 from agentgym.errors import EnvError, ToolError
 from agentgym.tools import tool
 from agentgym.types import Reward, Task

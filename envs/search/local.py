@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import tantivy
+
 from agentgym.envs.search.backend import Document, SearchResult
 from agentgym.envs.search.data import Paragraph, load_corpus
-
 from agentgym.errors import ToolError
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
 import aiohttp
-from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult
 from agentgym.errors import ToolError
 
 _TAGS = re.compile(r"<[^>]+>")

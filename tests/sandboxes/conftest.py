@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import AgentSandbox
-
 from tests.conftest import docker_or_skip
 
 SMALL = Limits(

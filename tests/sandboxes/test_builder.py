@@ -6,9 +6,9 @@ import asyncio
 import time
 
 import pytest
-from agentgym.sandboxes import build_image, builder, engine
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes import build_image, builder, engine
 from tests.conftest import docker_or_skip
 
 

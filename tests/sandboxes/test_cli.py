@@ -4,9 +4,9 @@ it would remove other runs' sandboxes)."""
 from __future__ import annotations
 
 import pytest
-from agentgym.sandboxes import image_tag
 
 from agentgym.cli import main
+from agentgym.sandboxes import image_tag
 from tests.conftest import docker_or_skip
 
 pytestmark = pytest.mark.docker

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from agentgym.sandboxes import ExecResult, PythonResult, Sandbox
-from agentgym.sandboxes.sandbox import AgentSandbox
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes import ExecResult, PythonResult, Sandbox
+from agentgym.sandboxes.sandbox import AgentSandbox
 
 
 async def test_meets_the_protocol(sandbox: AgentSandbox) -> None:

@@ -8,9 +8,9 @@ import sys
 import time
 
 import pytest
+
 from agentgym.sandboxes import builder, engine, reaper
 from agentgym.sandboxes.docker import create
-
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 

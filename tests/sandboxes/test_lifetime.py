@@ -9,13 +9,13 @@ import signal
 import time
 
 import pytest
+
+from agentgym.errors import SandboxTimeout
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.docker import DockerSandbox
 from agentgym.sandboxes.local import LocalSandbox
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import GRACE_SECONDS, AgentSandbox
-
-from agentgym.errors import SandboxTimeout
 from tests.sandboxes.conftest import SMALL
 
 

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from agentgym.sandboxes import local
 
+from agentgym.sandboxes import local
 from tests.sandboxes.conftest import SMALL
 
 

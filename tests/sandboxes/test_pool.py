@@ -6,11 +6,11 @@ import asyncio
 import time
 
 import pytest
+
+from agentgym.errors import SandboxError
 from agentgym.sandboxes import SandboxPool, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.engine import available
 from agentgym.sandboxes.pool import resolve_backend
-
-from agentgym.errors import SandboxError
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 from agentgym.sandboxes.pool import SandboxPool
-
 from tests.sandboxes.conftest import SMALL
 
 LEFTOVERS = """

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import AgentSandbox
-
 from tests.sandboxes.conftest import SMALL
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from agentgym.envs.search.data import Corpus, fetch, load_corpus
 from aiohttp import web
+
+from agentgym.envs.search.data import Corpus, fetch, load_corpus
 
 Serve = Callable[[web.Application], Awaitable[str]]
 

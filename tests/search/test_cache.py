@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agentgym import Message, ToolCall, Trajectory, make
 from agentgym.envs.search import CacheMiss, RecordReplay
 from agentgym.envs.search.policies import ReferencePolicy
 from agentgym.envs.search.providers import Tavily
-
-from agentgym import Message, ToolCall, Trajectory, make
 from agentgym.rollout import rollout
 from agentgym.testing import FakeOpenAI, completion
 from agentgym.types import Task

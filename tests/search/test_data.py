@@ -10,9 +10,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from agentgym.envs.search import data
 from aiohttp import web
 
+from agentgym.envs.search import data
 from agentgym.errors import DataError
 from tests.search.conftest import Serve
 

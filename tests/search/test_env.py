@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from agentgym import Message, ToolCall, make
 from agentgym.envs.search import SearchEnv
 from agentgym.envs.search.data import Corpus
 from agentgym.envs.search.env import paginate
 from agentgym.envs.search.policies import BaselinePolicy, ReferencePolicy
-
-from agentgym import Message, ToolCall, make
 from agentgym.errors import EnvError
 from agentgym.evaluation import evaluate
 from agentgym.rollout import rollout

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from agentgym.envs.search.data import Corpus
-
 from agentgym.evaluation import evaluate
 from agentgym.policies import LiteLLMPolicy
 from agentgym.testing import FakeOpenAI, completion, tool_call

@@ -8,11 +8,11 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+
+from agentgym import Message, ToolCall, make
 from agentgym.envs.search.backend import SearchProviderError
 from agentgym.envs.search.policies import ReferencePolicy
 from agentgym.envs.search.providers import PROVIDERS, HTTPProvider, SearXNG, Tavily
-
-from agentgym import Message, ToolCall, make
 from agentgym.errors import ToolError
 from agentgym.evaluation import evaluate
 from agentgym.rollout import rollout

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from agentgym import make
 from agentgym.envs.search.backend import SearchProviderError
 from agentgym.envs.search.data import Corpus
 from agentgym.envs.search.policies import ReferencePolicy
 from agentgym.envs.search.simulated import SimulatedSearch
-
-from agentgym import make
 from agentgym.errors import ToolError
 from agentgym.rollout import rollout
 from agentgym.testing import FakeOpenAI, completion

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentgym.envs.search import exact_match, normalize_answer, score_answer, token_f1
 
 
