@@ -38,7 +38,7 @@ STALE_SECONDS = 60  # a directory no container names is left alone this long (it
 
 def usable() -> bool:
     """Whether the engine shares this machine's filesystem: a local unix-socket engine, not tcp:// or ssh://."""
-    return str(engine.client().api.base_url).startswith("http+docker://")
+    return str(engine.client().api.base_url) == "http+docker://localhost"  # docker-py's name for a unix socket
 
 
 class Listener:

@@ -42,6 +42,8 @@ async def test_requests_bypass_dockerd_and_code_cannot_reach_the_socket() -> Non
         probe = await box.exec(f"ls -a {channel.MOUNT}; touch {channel.MOUNT}/x; mkdir {channel.MOUNT}/d")
         assert probe.exit_code != 0 and "Permission denied" in probe.stderr
         assert os.listdir(path) == []
+        fds = await box.exec("ls -l /proc/self/fd/ /proc/$PPID/fd/")
+        assert "socket:" not in fds.stdout and "pipe:" in fds.stdout  # the agent's socket is not inherited
     assert not present(path)
 
 
