@@ -5,10 +5,11 @@ the background so that ``acquire()`` only pops a ready one. When the caller ``cl
 the sandbox is wiped back to fresh (every process of the code's user killed, every writable
 directory emptied, a new Python session: :meth:`AgentSandbox.recycle`) and goes back to the pool,
 which costs milliseconds instead of a container start; one that cannot be wiped is destroyed, and
-the pool makes a new one. Pools are process-wide and keyed by
-event loop, backend, image and limits, so every env in a process shares them; a shared pool starts
-empty and grows by one spare each time a caller has to wait for a cold start, up to
-:data:`MAX_SHARED_SPARES`.
+the pool makes a new one. A recycling pool therefore counts lent sandboxes as its own: ``size`` is
+the population it keeps (ready, lent, being wiped or starting), and it starts new ones only when
+that falls short, not each time one is lent. Pools are process-wide and keyed by event loop,
+backend, image and limits, so every env in a process shares them; a shared pool starts empty and
+grows by one each time a caller has to wait for a cold start, up to :data:`MAX_SHARED_SANDBOXES`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from agentgym.sandboxes.sandbox import AgentSandbox
 log = logging.getLogger(__name__)
 
 BACKENDS = ("docker", "local")
-MAX_SHARED_SPARES = 8
+MAX_SHARED_SANDBOXES = 32
 PARALLEL_STARTS = 4
 RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
 
@@ -126,6 +127,7 @@ class SandboxPool:
         self._ready: collections.deque[AgentSandbox] = collections.deque()
         self._starting = 0
         self._wiping = 0  # closed sandboxes on their way back: they count as spares to come
+        self._lent = 0  # handed out by a recycling pool: they come back when closed
         self._tasks: set[asyncio.Task[None]] = set()
         self._gate: asyncio.Semaphore | None = None
         self._backoff_until = 0.0
@@ -151,12 +153,18 @@ class SandboxPool:
         self.backend = await resolve_backend(self.backend)
         while self._ready:
             sandbox = self._ready.popleft()
-            self._refill()
             if self._fit(sandbox):
-                return self._hand_out(sandbox)
+                self._hand_out(sandbox)
+                self._refill()
+                return sandbox
             self._spawn(sandbox.close())
-        self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more spare
-        sandbox = await self._start()
+            self._refill()
+        self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more
+        self._starting += 1  # counted while it starts, so a refill meanwhile does not start its twin
+        try:
+            sandbox = await self._start()
+        finally:
+            self._starting -= 1
         self._refill()
         return self._hand_out(sandbox)
 
@@ -169,7 +177,9 @@ class SandboxPool:
         self.backend = await resolve_backend(self.backend)
         while self.ready < self.size and not self._closed:
             self._failure, self._backoff_until = None, 0.0
-            self._refill()
+            for _ in range(self.size - self.ready - self._starting):
+                self._starting += 1
+                self._spawn(self._add_one())
             await asyncio.gather(*self._tasks)
             if self._failure is not None:
                 raise SandboxError(f"could not start a {self.backend} sandbox: {self._failure}")
@@ -187,20 +197,26 @@ class SandboxPool:
 
     def _hand_out(self, sandbox: AgentSandbox) -> AgentSandbox:
         if self.recycle:
+            self._lent += 1
             sandbox.return_to = self._give_back
         return sandbox
 
-    def _give_back(self, sandbox: AgentSandbox) -> None:
-        """A caller closed ``sandbox``: wipe it in the background and keep it, or destroy it."""
-        self._wiping += 1
-        self._spawn(self._wipe(sandbox))
+    def _give_back(self, sandbox: AgentSandbox, reusable: bool) -> None:
+        """A caller closed ``sandbox`` (wipe it in the background and keep it) or destroyed it."""
+        self._lent -= 1
+        if reusable:
+            self._wiping += 1
+            self._spawn(self._wipe(sandbox))
+        else:
+            self._refill()
 
     async def _wipe(self, sandbox: AgentSandbox) -> None:
         try:
             fresh = None if self._closed else await sandbox.recycle()
         finally:
             self._wiping -= 1
-        if fresh is None or self._closed or len(self._ready) >= self.max_size or not self._fit(fresh):
+        population = len(self._ready) + self._starting + self._wiping + self._lent
+        if fresh is None or self._closed or population >= self.max_size or not self._fit(fresh):
             await (fresh or sandbox).destroy()
             self._refill()
         else:
@@ -213,7 +229,8 @@ class SandboxPool:
             return await start(self.backend, self.image, self.limits)
 
     def _refill(self) -> None:
-        missing = self.size - len(self._ready) - self._starting - self._wiping
+        # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep.
+        missing = self.size - len(self._ready) - self._starting - self._wiping - self._lent
         if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
             return
         for _ in range(missing):
@@ -290,7 +307,7 @@ async def _shared_pool(backend: str, image: str, limits: Limits | None) -> Sandb
     pools = _shared.setdefault(asyncio.get_running_loop(), {})
     key = (name, image, limits)
     if key not in pools:
-        pools[key] = SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SPARES)
+        pools[key] = SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SANDBOXES)
     return pools[key]
 
 

@@ -52,12 +52,13 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
   sleep 0.02
 done
 [ "$clean" = yes ] || {{ echo "processes survived"; exit 1; }}
-for d in {dirs}; do
-  [ -d "$d" ] || continue
-  chmod -R u+rwx "$d" 2>/dev/null
-  find "$d" -mindepth 1 -delete 2>/dev/null
-  if [ -n "$(find "$d" -mindepth 1 -print -quit)" ]; then echo "$d is not empty"; exit 1; fi
-done
+dirs=""
+for d in {dirs}; do [ -d "$d" ] && dirs="$dirs $d"; done
+[ -n "$dirs" ] || exit 0
+chmod -R u+rwx $dirs 2>/dev/null
+find $dirs -mindepth 1 -delete 2>/dev/null
+left=$(find $dirs -mindepth 1 -print -quit)
+[ -z "$left" ] || {{ echo "not empty: $left"; exit 1; }}
 """
 
 
@@ -114,7 +115,8 @@ class AgentSandbox:
         self.started = time.monotonic()
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_quietly, id, destroy)
-        self.return_to: Callable[[AgentSandbox], None] | None = None
+        # Set by a recycling pool while the sandbox is lent out: called with (sandbox, reusable).
+        self.return_to: Callable[[AgentSandbox, bool], None] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
@@ -236,13 +238,16 @@ class AgentSandbox:
         self._closed = True
         if self.return_to is not None:
             give_back, self.return_to = self.return_to, None
-            give_back(self)
+            give_back(self, True)
             return
         await self.destroy()
 
     async def destroy(self) -> None:
         """Destroy the sandbox and everything in it, whether or not it was closed."""
         self._closed = True
+        if self.return_to is not None:
+            give_back, self.return_to = self.return_to, None
+            give_back(self, False)
         self.client.close()
         await asyncio.to_thread(self._finalizer)
 

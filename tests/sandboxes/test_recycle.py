@@ -86,3 +86,27 @@ async def test_a_pool_that_does_not_recycle_destroys(backend: str) -> None:
         assert all(s.id != box.id for s in pool._ready)
     finally:
         await pool.shutdown()
+
+
+async def test_a_recycling_pool_counts_lent_sandboxes_and_starts_no_twins() -> None:
+    pool = SandboxPool("local", "python", SMALL, size=2, max_size=4)
+    try:
+        await pool.fill()
+        lent = [await pool.acquire(), await pool.acquire()]
+        await asyncio.sleep(0.3)
+        assert pool.ready == 0 and pool._starting == 0  # both will come back: nothing new is started
+        await asyncio.gather(*(box.close() for box in lent))
+        for _ in range(100):
+            if pool.ready == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert {box.id for box in pool._ready} == {box.id for box in lent}
+        gone = await pool.acquire()
+        await gone.destroy()  # destroyed, not closed: it will not come back, so one is started
+        for _ in range(100):
+            if pool.ready == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.ready == 2 and gone.id not in {box.id for box in pool._ready}
+    finally:
+        await pool.shutdown()
