@@ -126,16 +126,20 @@ class CodeEnv(Env):
         }
         sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image)
         try:
-            await sandbox.write_file("/tmp/harness.py", _harness_source())
-            await sandbox.write_file("/tmp/job.json", json.dumps(job))
-            result = await sandbox.exec("python3 /tmp/harness.py /tmp/job.json", timeout=self.verify_timeout)
+            # The harness runs in the fresh sandbox's Python session: no new interpreter to start.
+            await sandbox.write_file("/tmp/job.json", json.dumps({**job, "report_dir": "/tmp"}))
+            result = await sandbox.run_python(_harness_source() + "\nmain('/tmp/job.json')\n",
+                                              timeout=self.verify_timeout)
+            try:
+                report = (await sandbox.read_file(f"/tmp/report-{nonce}.json")).decode()
+            except OSError:
+                report = ""
         finally:
             await sandbox.close()
-        for line in reversed(result.stdout.splitlines()):
-            if line.startswith(nonce):
-                return json.loads(line[len(nonce):])
-        reason = "timed out" if result.timed_out else f"exited with code {result.exit_code} before reporting"
-        tail = (result.stderr or result.stdout)[-500:]
+        if report.startswith(nonce):
+            return json.loads(report[len(nonce):])
+        reason = "timed out" if result.timed_out else "stopped before reporting"
+        tail = ((result.error or "") + result.output)[-500:]
         return {"loaded": False, "error": f"tests did not finish: {reason}\n{tail}".strip(),
                 "tests": [], "passed": 0, "total": 0}
 

@@ -1,12 +1,12 @@
 """Runs a task's tests against a submission inside a sandbox and reports each test's result.
 
-This file is copied into the sandbox and run there as a script (stdlib only). It reads a JSON job
-from the file named by its argument, ``{"nonce", "prelude", "solution", "prompt", "test",
-"entry_point"}``, and deletes that file before the submission runs, so the submission cannot read the
-nonce. Every statement of
-``check(candidate)`` runs on its own, so ``info`` can say which assertions failed. The result is
-printed as one line starting with the nonce, after all tests ran: a submission that exits early
-(``sys.exit(0)``, ``os._exit(0)``) leaves no result line, and the verifier scores it 0.
+It runs inside the sandbox (stdlib only), in the sandbox's fresh Python session, as ``main(job_path)``
+(or as a script: ``python3 harness.py JOB``). It reads a JSON job ``{"nonce", "prelude", "solution",
+"prompt", "test", "entry_point", "report_dir"}`` and deletes the file before the submission runs, so
+the submission cannot learn the nonce. Every statement of
+``check(candidate)`` runs on its own, so ``info`` can say which assertions failed. The report is
+written after all tests ran, to ``report-<nonce>.json``, starting with the nonce: a submission that
+exits early (``sys.exit(0)``, ``os._exit(0)``) leaves no report, and the verifier scores it 0.
 """
 
 import ast
@@ -64,16 +64,15 @@ def run(job):
     return {"loaded": True, "error": None, "tests": tests, "passed": passed, "total": len(tests)}
 
 
-def main():
-    with open(sys.argv[1]) as f:
+def main(job_path):
+    with open(job_path) as f:
         job = json.load(f)
-    os.unlink(sys.argv[1])
+    os.unlink(job_path)
     nonce = job.pop("nonce")
     report = run(job)
-    sys.stdout.flush()
-    sys.__stdout__.write("\n" + nonce + json.dumps(report) + "\n")
-    sys.__stdout__.flush()
+    with open(job["report_dir"] + "/report-" + nonce + ".json", "w") as f:
+        f.write(nonce + json.dumps(report))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__" and len(sys.argv) > 1:
+    main(sys.argv[1])

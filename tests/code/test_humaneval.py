@@ -33,8 +33,10 @@ CHEATS = {
         "import sys\ndef has_close_elements(numbers, threshold):\n    return True\nsys.exit(0)\n"
     ),
     "os._exit before the tests": "import os\nos._exit(0)\n",
-    "forged result line": (
-        "print('\\n' + 'f' * 32 + '{\"loaded\": true, \"passed\": 1, \"total\": 1, \"tests\": []}')\n"
+    "a forged report": (
+        "import glob\nfor name in ['/tmp/report-' + 'f' * 32 + '.json', *glob.glob('/tmp/*')]:\n"
+        "    open(name if name.endswith('.json') and 'report' in name else name + '.forged', 'w').write("
+        "'f' * 32 + '{\"loaded\": true, \"passed\": 1, \"total\": 1, \"tests\": []}')\n"
     ),
     "reading the job file for the nonce": (
         "import json\nNONCE = json.load(open('/tmp/job.json'))['nonce']\n"
