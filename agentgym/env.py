@@ -122,7 +122,7 @@ class Env:
             if not pool:
                 raise EnvError(f"{type(self).__name__} has no built-in tasks: pass a Task to reset()")
             task = self.rng.choice(pool)
-        await self._release_sandbox()
+        await self.release_sandbox()
         self.task, self.final_answer, self._done = task, None, False
         if self.sandbox_image is not None:
             from agentgym.sandboxes import acquire
@@ -203,7 +203,7 @@ class Env:
         try:
             await self.teardown()
         finally:
-            await self._release_sandbox()
+            await self.release_sandbox()
 
     async def __aenter__(self) -> Env:
         return self
@@ -280,7 +280,12 @@ class Env:
             self.final_answer = self.final_answer if self.final_answer is not None else str(content)
         return Message(role="tool", tool_call_id=call.id, name=call.name, content=content), fn.final
 
-    async def _release_sandbox(self) -> None:
+    async def release_sandbox(self) -> None:
+        """Give the episode's sandbox back now rather than at the next reset or close.
+
+        For an env that is done with it early, e.g. before scoring in a fresh sandbox, so that a
+        busy run holds one sandbox per episode instead of two.
+        """
         if self.sandbox is None:
             return
         sandbox, self.sandbox = self.sandbox, None

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 BACKENDS = ("docker", "local")
 MAX_SHARED_SANDBOXES = 32
 PARALLEL_STARTS = 4
+WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
 RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
 
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, Limits], SandboxPool]] = (
@@ -128,6 +129,8 @@ class SandboxPool:
         self._starting = 0
         self._wiping = 0  # closed sandboxes on their way back: they count as spares to come
         self._lent = 0  # handed out by a recycling pool: they come back when closed
+        self._cold = 0  # started for a caller who could not wait: theirs, not the pool's
+        self._waiters: collections.deque[asyncio.Future[AgentSandbox]] = collections.deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._gate: asyncio.Semaphore | None = None
         self._backoff_until = 0.0
@@ -159,12 +162,24 @@ class SandboxPool:
                 return sandbox
             self._spawn(sandbox.close())
             self._refill()
+        if self._wiping + self._starting > len(self._waiters):
+            # One is on its way back (being wiped) or starting: wait for it, not for a cold start.
+            waiting = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiting)
+            try:
+                return await asyncio.wait_for(waiting, WAIT_FOR_RETURN_SECONDS)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                if waiting.done() and not waiting.cancelled():
+                    await waiting.result().close()
+                raise
         self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more
-        self._starting += 1  # counted while it starts, so a refill meanwhile does not start its twin
+        self._cold += 1  # counted while it starts, so a refill meanwhile does not start its twin
         try:
             sandbox = await self._start()
         finally:
-            self._starting -= 1
+            self._cold -= 1
         self._refill()
         return self._hand_out(sandbox)
 
@@ -187,6 +202,10 @@ class SandboxPool:
     async def shutdown(self) -> None:
         """Stop refilling and destroy the spares; sandboxes already handed out are the callers'."""
         self._closed = True
+        while self._waiters:
+            waiting = self._waiters.popleft()
+            if not waiting.done():
+                waiting.set_exception(SandboxError("the sandbox pool is shut down"))
         await asyncio.gather(*self._tasks, return_exceptions=True)  # starts in flight close what they make
         spares, self._ready = list(self._ready), collections.deque()
         await asyncio.gather(*(s.close() for s in spares))
@@ -220,7 +239,7 @@ class SandboxPool:
             await (fresh or sandbox).destroy()
             self._refill()
         else:
-            self._ready.append(fresh)
+            self._deliver(fresh)
 
     async def _start(self) -> AgentSandbox:
         if self._gate is None:
@@ -230,12 +249,21 @@ class SandboxPool:
 
     def _refill(self) -> None:
         # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep.
-        missing = self.size - len(self._ready) - self._starting - self._wiping - self._lent
+        missing = self.size - len(self._ready) - self._starting - self._wiping - self._lent - self._cold
         if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
             return
         for _ in range(missing):
             self._starting += 1
             self._spawn(self._add_one())
+
+    def _deliver(self, sandbox: AgentSandbox) -> None:
+        """A ready sandbox: to the first caller still waiting, else onto the ready queue."""
+        while self._waiters:
+            waiting = self._waiters.popleft()
+            if not waiting.done():
+                waiting.set_result(self._hand_out(sandbox))
+                return
+        self._ready.append(sandbox)
 
     async def _add_one(self) -> None:
         try:
@@ -250,7 +278,7 @@ class SandboxPool:
         if self._closed:
             await sandbox.close()
         else:
-            self._ready.append(sandbox)
+            self._deliver(sandbox)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)

@@ -101,6 +101,7 @@ class CodeEnv(Env):
 
     async def score(self) -> Reward:
         assert self.task is not None
+        await self.release_sandbox()  # the session is done with; the tests get a fresh sandbox
         if not self.final_answer:
             return Reward(value=0.0, info={"tests": [], "verifier": "no submission"})
         report = await self.run_tests(self.task, self.final_answer)

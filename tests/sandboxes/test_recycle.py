@@ -110,3 +110,16 @@ async def test_a_recycling_pool_counts_lent_sandboxes_and_starts_no_twins() -> N
         assert pool.ready == 2 and gone.id not in {box.id for box in pool._ready}
     finally:
         await pool.shutdown()
+
+
+async def test_a_caller_waits_for_a_sandbox_being_wiped_rather_than_starting_one() -> None:
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
+    try:
+        await pool.fill()
+        box = await pool.acquire()
+        await box.close()  # now being wiped
+        again = await pool.acquire()  # the pool is empty, but one is on its way back
+        assert again.id == box.id and pool._cold == 0 and pool.size == 1
+        await again.close()
+    finally:
+        await pool.shutdown()
