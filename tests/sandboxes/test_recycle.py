@@ -26,6 +26,14 @@ print(sorted(os.listdir('/tmp')), sorted(os.listdir('.')), 'secret' in globals()
 """
 
 
+async def ready(pool: SandboxPool, count: int) -> None:
+    """Wait (up to 5 s) until ``count`` sandboxes are ready in ``pool``."""
+    for _ in range(100):
+        if pool.ready == count:
+            return
+        await asyncio.sleep(0.05)
+
+
 async def _returned(pool: SandboxPool, sandbox_id: str) -> bool:
     for _ in range(200):
         if any(s.id == sandbox_id for s in pool._ready):
@@ -96,17 +104,11 @@ async def test_a_recycling_pool_counts_lent_sandboxes_and_starts_no_twins() -> N
         await asyncio.sleep(0.3)
         assert pool.ready == 0 and pool._starting == 0  # both will come back: nothing new is started
         await asyncio.gather(*(box.close() for box in lent))
-        for _ in range(100):
-            if pool.ready == 2:
-                break
-            await asyncio.sleep(0.05)
+        await ready(pool, 2)
         assert {box.id for box in pool._ready} == {box.id for box in lent}
         gone = await pool.acquire()
         await gone.destroy()  # destroyed, not closed: it will not come back, so one is started
-        for _ in range(100):
-            if pool.ready == 2:
-                break
-            await asyncio.sleep(0.05)
+        await ready(pool, 2)
         assert pool.ready == 2 and gone.id not in {box.id for box in pool._ready}
     finally:
         await pool.shutdown()
