@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
-from pathlib import Path
 
 from cpu_accounting import CpuMeter
+from results_file import results_path, save_results
 
 import agentgym
 from agentgym.sandboxes import SandboxPool
@@ -113,9 +112,7 @@ async def main() -> None:
         print("         cpu: " + ", ".join(f"{k}={v:.3f}s" for k, v in r["cpu_breakdown"].items()))
         print(f"         wiping a sandbox for its next session: {r['recycle_cpu_seconds_per_session'] * 1e3:.1f} "
               f"CPU-ms; steps/CPU-s counting one per session: {r['steps_per_cpu_second_with_recycle']:.0f}")
-    out = Path(__file__).parent / "results" / "code_env_throughput.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2) + "\n")
+    save_results(rows, results_path("code_env_throughput"))
 
 
 if __name__ == "__main__":

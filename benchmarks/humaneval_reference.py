@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shlex
 import tempfile
 from pathlib import Path
+
+from results_file import results_path, save_results
 
 from agentgym.envs.code.policies import ReferenceSolution
 from agentgym.evaluation import evaluate
@@ -96,9 +97,7 @@ async def main() -> None:
         ratio = f"{r['episodes_per_second'] / base['episodes_per_second']:.1f}x" if base else "-"
         print(f"{r['label']:<24} {r['episodes']:>8} {r['wall_seconds']:>8.1f} "
               f"{r['episodes_per_second']:>11.2f} {ratio:>9}")
-    out = Path(__file__).parent / "results" / "humaneval_reference.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2) + "\n")
+    save_results(rows, results_path("humaneval_reference"))
 
 
 if __name__ == "__main__":

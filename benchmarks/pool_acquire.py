@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
-from pathlib import Path
+
+from results_file import results_path, save_results
 
 from agentgym.sandboxes import SandboxPool
 
-RESULTS = Path(__file__).parent / "results" / "pool_acquire.json"
+RESULTS = results_path("pool_acquire")
 
 
 async def timed_acquires(pool: SandboxPool, samples: int, *, refill: bool) -> list[float]:
@@ -66,5 +66,4 @@ if __name__ == "__main__":
     for backend, row in results.items():
         warm, worst, cold = row["warm_p50_ms"], row["warm_max_ms"], row["cold_p50_ms"]
         print(f"{backend:<8} {warm:>12.3f} {worst:>12.3f} {cold:>12.1f}")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    save_results(results, RESULTS)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
-from pathlib import Path
+
+from results_file import results_path, save_results
 
 from agentgym.sandboxes import acquire, shutdown_pools
 
-RESULTS = Path(__file__).parent / "results" / "sandbox_roundtrip.json"
+RESULTS = results_path("sandbox_roundtrip")
 
 
 def summary(seconds: list[float]) -> dict[str, float]:
@@ -86,5 +86,4 @@ if __name__ == "__main__":
         row = results[name]
         print(f"{name:<28} {row['p50_ms']:>9.3f} {row['p95_ms']:>9.3f} {row['calls']:>6}")  # type: ignore[index]
     print(f"run_python is {results['speedup_p50']:.0f}x faster than exec_run at p50")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    save_results(results, RESULTS)

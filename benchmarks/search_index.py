@@ -27,12 +27,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from results_file import results_path, save_results
+
 import agentgym
 from agentgym import Message, ToolCall
 from agentgym.envs.search.data import Paragraph, Question, load_corpus
 from agentgym.envs.search.local import BM25Index
 
-RESULTS = Path(__file__).parent / "results" / "search_index.json"
+RESULTS = results_path("search_index")
 KS = (1, 5, 10)
 
 
@@ -132,8 +134,7 @@ def main() -> None:
           f"{steps['open_step_p50_ms']} ms over {steps['steps']} episodes")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
-    args.out.write_text(json.dumps({"engines": rows, "env": steps, "machine": machine}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    save_results({"engines": rows, "env": steps, "machine": machine}, args.out)
 
 
 if __name__ == "__main__":

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import time
 from pathlib import Path
 from typing import Any
+
+from results_file import results_path, save_results
 
 from agentgym.envs.search import SearchEnv
 from agentgym.envs.search.data import SPLITS
 from agentgym.envs.search.env import corpus_tasks
 from agentgym.evaluation import evaluate
 
-RESULTS = Path(__file__).parent / "results" / "search_policies.json"
+RESULTS = results_path("search_policies")
 
 
 async def run(per_split: int) -> list[dict[str, Any]]:
@@ -67,9 +68,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     rows = asyncio.run(run(args.per_split))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"per_split": args.per_split, "rows": rows}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    save_results({"per_split": args.per_split, "rows": rows}, args.out)
 
 
 if __name__ == "__main__":

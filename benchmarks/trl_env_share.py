@@ -25,11 +25,11 @@ import platform
 import statistics
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+from results_file import results_path, save_results
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
@@ -38,7 +38,7 @@ from agentgym.envs.toy.env import say_examples
 from agentgym.trl import env_seconds, environment_spec, rollout_spec
 from agentgym.trl.tiny import tiny_agent
 
-RESULTS = Path(__file__).parent / "results" / "trl_env_share.json"
+RESULTS = results_path("trl_env_share")
 
 
 class StepClock(TrainerCallback):  # type: ignore[misc]
@@ -108,9 +108,7 @@ def main() -> None:
             result = measure(env_id, path, args.steps, copy.deepcopy(base_model), tokenizer)
             results[f"{env_id}/{path}"] = result
             print(env_id, path, json.dumps(result))
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    save_results(results, RESULTS)
 
 
 if __name__ == "__main__":
