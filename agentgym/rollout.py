@@ -65,7 +65,8 @@ async def rollout(
                 return record("timeout", f"turn {_turns(env) + 1} took longer than {turn_timeout:g}s")
             assert env.trajectory is not None
             turn = env.trajectory.turns[-1]
-            turn.policy_seconds, turn.usage = policy_seconds, reply.usage
+            turn.policy_seconds = policy_seconds
+            turn.usage = turn.usage + reply.usage  # the policy's; env-side calls are in usage_by_role
             messages += [reply.message, *result.observation]
             if result.terminated or result.truncated:
                 return env.trajectory
