@@ -121,6 +121,7 @@ class Env:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls._tools = collect_tools(cls, reserved=RESERVED_NAMES)
         if "score" in vars(cls):
             raise TypeError(
                 f"{cls.__name__} overrides Env.score(); declare the env's verifier instead "
@@ -132,7 +133,6 @@ class Env:
                 raise TypeError(f"{cls.__name__}.verifier is called with the Episode only, not as a method: "
                                 "drop `self` (episode.env is the env, episode.state its final_state())")
             cls.verifier = staticmethod(verifier)  # type: ignore[assignment]
-        cls._tools = collect_tools(cls, reserved=RESERVED_NAMES)
 
     def __init__(
         self,
@@ -430,12 +430,14 @@ class Env:
         if fn.final:
             self.final_answer = None  # a final tool sets the answer, or its result is the answer
         try:
-            result = await fn.call(self, arguments)
+            try:
+                result = await fn.call(self, arguments)
+            except BaseException:
+                self.final_answer = previous  # a final tool that failed gave no answer
+                raise
         except ToolError as e:
-            self.final_answer = previous
             return error("tool_raised", str(e))
         except self.model_errors as e:
-            self.final_answer = previous
             return error("tool_raised", f"{type(e).__name__}: {e}")
         content: Any = result
         if isinstance(result, ToolResult):
