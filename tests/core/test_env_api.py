@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentgym import Env, Episode, EnvError, Message, Reward, Task, ToolCall, Trajectory, tool
+from agentgym import Env, EnvError, Episode, Message, Reward, Task, ToolCall, Trajectory, tool
 from agentgym.rewards import LLMJudge, Rubric, exact_answer
 from agentgym.rollout import rollout
 from agentgym.testing import FakeOpenAI, completion
@@ -90,7 +90,8 @@ async def test_model_errors_are_observations_and_other_errors_crash() -> None:
     env = Ledger()
     await env.reset(TASK)
     wrong = await env.step(call("write", '{"entry": "?"}'))
-    assert wrong.observation[0].text == "Error: KeyError: 'no such entry'" and wrong.info["tool_errors"] == ["tool_raised"]
+    assert wrong.observation[0].text == "Error: KeyError: 'no such entry'"
+    assert wrong.info["tool_errors"] == ["tool_raised"]
     with pytest.raises(RuntimeError, match="caught fire"):
         await env.step(call("write", '{"entry": "boom"}'))
 
@@ -119,7 +120,7 @@ async def test_the_constructor_verifier_replaces_the_class_one() -> None:
 
 
 def test_score_is_not_overridden_and_a_verifier_is_not_a_method() -> None:
-    with pytest.raises(TypeError, match="overrides Env.score"):
+    with pytest.raises(TypeError, match=r"overrides Env\.score"):
         class Scores(Env):
             async def score(self) -> Reward:
                 return Reward(value=1.0)

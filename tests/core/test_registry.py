@@ -32,7 +32,7 @@ def test_ids_must_be_namespaced_and_versioned_and_aliases_unique() -> None:
 def test_an_env_is_made_from_module_and_class_without_registering() -> None:
     env = make("tests.core.toy:Counter", max_turns=2)
     assert isinstance(env, Counter) and env.id == "tests.core.toy:Counter" and env.max_turns == 2
-    with pytest.raises(EnvError, match="cannot load 'tests.core.toy:Nope'"):
+    with pytest.raises(EnvError, match=r"cannot load 'tests\.core\.toy:Nope'"):
         make("tests.core.toy:Nope")
     with pytest.raises(EnvError, match="is not an agentgym Env subclass"):
         make("tests.core.test_registry:test_an_env_is_made_from_module_and_class_without_registering")
