@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from agentgym.errors import EnvError, ToolError
 from agentgym.parsing import ParsedCall, parse_tool_calls
-from agentgym.rewards.verifier import Episode, VerifierLike, as_verifier
+from agentgym.rewards.verifier import Episode, ScoreFn, Verifier, VerifierLike, as_verifier
 from agentgym.tools import ToolFunction, collect_tools
 from agentgym.types import Message, Reward, StepResult, Task, ToolErrorKind, ToolSpec, Trajectory, Turn, Usage
 
@@ -116,7 +116,7 @@ class Env:
     text_ends_episode: ClassVar[bool] = True
     sandbox_image: ClassVar[str | None] = None
     model_errors: ClassVar[tuple[type[Exception], ...]] = ()
-    verifier: VerifierLike | None = None
+    verifier: ClassVar[Verifier | ScoreFn | None] = None  # spelled out: mypy binds self through the alias
     _tools: ClassVar[dict[str, ToolFunction]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -128,11 +128,9 @@ class Env:
                 "(verifier = a function of the Episode, a Rubric or an LLMJudge)"
             )
         verifier = vars(cls).get("verifier")
-        if inspect.isfunction(verifier):
-            if next(iter(inspect.signature(verifier).parameters), None) == "self":
-                raise TypeError(f"{cls.__name__}.verifier is called with the Episode only, not as a method: "
-                                "drop `self` (episode.env is the env, episode.state its final_state())")
-            cls.verifier = staticmethod(verifier)  # type: ignore[assignment]
+        if inspect.isfunction(verifier) and next(iter(inspect.signature(verifier).parameters), None) == "self":
+            raise TypeError(f"{cls.__name__}.verifier is called with the Episode only, not as a method: "
+                            "drop `self` (episode.env is the env, episode.state its final_state())")
 
     def __init__(
         self,
@@ -162,8 +160,7 @@ class Env:
             self.max_turns = max_turns  # type: ignore[misc]
         self.sandbox_backend = sandbox_backend
         self.sandbox: Any = None
-        if verifier is not None:
-            self.verifier = verifier
+        self._verifier = verifier
         self.user = user
         self.feedback = feedback
         self.task: Task | None = None
@@ -285,10 +282,11 @@ class Env:
         """
         if self.trajectory is None or self.task is None:
             raise EnvError("score() called before reset()")
-        if self.verifier is None:
+        verifier = self._verifier if self._verifier is not None else type(self).verifier  # a function stays unbound
+        if verifier is None:
             return Reward(value=0.0)
         episode = Episode(task=self.task, trajectory=self.trajectory, state=await self.final_state(), env=self)
-        return await as_verifier(self.verifier).score(episode)
+        return await as_verifier(verifier).score(episode)
 
     async def close(self) -> None:
         """Release the sandbox and anything :meth:`teardown` frees; safe to call twice."""

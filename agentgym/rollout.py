@@ -113,8 +113,8 @@ async def run_episode(
         current = asyncio.current_task()
         if current is not None:
             current.uncancel()
-        trajectory = env.trajectory if env.trajectory is not None and env.trajectory.task_id == task.id else None
-        trajectory = trajectory or Trajectory(task_id=task.id, env=env.id, policy=policy.name, seed=seed)
+        recorded = env.trajectory if env.trajectory is not None and env.trajectory.task_id == task.id else None
+        trajectory = recorded or Trajectory(task_id=task.id, env=env.id, policy=policy.name, seed=seed)
         trajectory.outcome, trajectory.failure = "cancelled", "cancelled (interrupted or shut down)"
     try:
         await env.close()

@@ -86,8 +86,8 @@ def say_examples() -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
     them picks colours about uniformly and reinforcement learning has something left to learn. The
     closing replies matter when TRL runs the loop: it lets the model speak again after a tool result.
     """
-    prompt = [{"role": "user", "content": "Pick a colour."}]
-    out = []
+    prompt: list[dict[str, Any]] = [{"role": "user", "content": "Pick a colour."}]
+    out: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     for colour in COLOURS:
         fn = {"name": "say", "arguments": {"colour": colour}}
         call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": fn}]}

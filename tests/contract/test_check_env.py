@@ -35,6 +35,14 @@ def right_answer(episode: Episode) -> bool:
     return episode.final_answer == "right"
 
 
+def never_right(episode: Episode) -> bool:
+    return False
+
+
+def broken(episode: Episode) -> bool:
+    raise RuntimeError("verifier bug")
+
+
 class Says:
     """A scripted policy that answers one word in text."""
 
@@ -64,7 +72,7 @@ async def test_a_sound_env_passes_and_a_blind_verifier_is_caught() -> None:
     assert (report.reference_return, report.baseline_return, report.sandboxes) == (1.0, 0.0, 0)
 
     class Blind(Guess):
-        verifier = None  # scores everything 0: a solution looks like a non-solution
+        verifier = never_right  # a solution looks like a non-solution
 
     with pytest.raises(EnvCheckError, match=r"does not beat the baseline's 0\.000"):
         await check_env(Blind)
@@ -120,9 +128,7 @@ async def test_a_leaked_sandbox_is_caught() -> None:
 class Crashes(Guess):
     """Its verifier crashes: every episode is an error."""
 
-    @staticmethod
-    def verifier(episode: Episode) -> float:
-        raise RuntimeError("verifier bug")
+    verifier = broken
 
 
 async def test_an_episode_that_errors_is_caught() -> None:

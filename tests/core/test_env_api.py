@@ -99,6 +99,7 @@ async def test_model_errors_are_observations_and_other_errors_crash() -> None:
 async def test_a_failed_final_tool_keeps_the_previous_answer() -> None:
     class Retry:
         async def review(self, env: Env, reward: Reward) -> list[Message] | None:
+            assert env.trajectory is not None
             return [Message(role="user", content="again")] if len(env.trajectory.attempts) < 2 else None
 
     env = Ledger(feedback=Retry())
@@ -127,7 +128,7 @@ def test_score_is_not_overridden_and_a_verifier_is_not_a_method() -> None:
 
     with pytest.raises(TypeError, match="called with the Episode only"):
         class MethodVerifier(Env):
-            def verifier(self, episode: Episode) -> float:
+            def verifier(self, episode: Episode) -> float:  # type: ignore[override]
                 return 1.0
 
 
