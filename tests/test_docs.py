@@ -42,3 +42,11 @@ def test_the_python_snippets_run(doc: Path, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, text=True, capture_output=True,
                           timeout=900)
     assert done.returncode == 0, f"{doc.name}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+
+
+def test_the_custom_env_example_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "custom_env.py")], cwd=tmp_path, env=env, text=True,
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "outcome=terminated reward=1.0 turns=2"
