@@ -11,20 +11,43 @@ from pathlib import Path
 from agentgym.errors import AgentgymError
 
 
-def _cmd_envs(args: argparse.Namespace) -> int:
-    from agentgym.registry import env_class, registered
+def _import_modules(names: list[str]) -> None:
+    """Import ``--import`` modules (which may register envs), and let ``module:Class`` specs name local code.
 
+    The working directory goes on ``sys.path`` first, as ``python -m`` would put it, so that
+    ``agentgym eval mypkg.envs:MyEnv`` finds ``mypkg`` in the directory it is run from.
+    """
+    import importlib
+    import os
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise AgentgymError(f"--import {name}: {e}") from e
+
+
+def _cmd_envs(args: argparse.Namespace) -> int:
+    from agentgym.registry import aliases, env_class, registered
+
+    _import_modules(args.imports)
+    short: dict[str, list[str]] = {}
+    for alias, env_id in aliases().items():
+        short.setdefault(env_id, []).append(alias)
     for env_id in registered():
         try:
             cls = env_class(env_id)
         except AgentgymError as e:
-            print(f"{env_id:<12} (cannot load: {e})")
+            print(f"{env_id:<20} (cannot load: {e})")
             continue
         doc = (cls.__doc__ or "").strip().splitlines()
-        tools = ", ".join(cls._tools)
+        tools = ", ".join(spec.name for spec in cls.tool_specs())
         scripted = ", ".join(cls.scripted_policies())
-        print(f"{env_id:<12} {doc[0] if doc else ''}")
-        print(f"{'':<12} tools: {tools}; scripted policies: {scripted or 'none'}")
+        also = f" (alias: {', '.join(short[env_id])})" if env_id in short else ""
+        print(f"{env_id:<20} {doc[0] if doc else ''}{also}")
+        print(f"{'':<20} tools: {tools}; scripted policies: {scripted or 'none'}")
     return 0
 
 
@@ -37,16 +60,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from agentgym.policies import load_policy
     from agentgym.registry import env_class
 
+    _import_modules(args.imports)
     cls = env_class(args.env)
     options = {"api_base": args.api_base, "temperature": args.temperature, "max_tokens": args.max_tokens,
                "timeout": args.request_timeout, "concurrency": args.concurrency}
     policy = load_policy(args.model, cls, **{k: v for k, v in options.items() if v is not None})
-    env_kwargs: dict[str, object] = {"sandbox": args.sandbox}
+    env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
     if args.max_turns is not None:
         env_kwargs["max_turns"] = args.max_turns
-    if args.tasks is not None:
-        env_kwargs["tasks_path"] = args.tasks
     env_kwargs.update(dict(args.env_arg))
+    tasks = cls.load_tasks(args.tasks) if args.tasks is not None else None
     out = Path(args.out) if args.out else _default_out(args.env, args.model)
 
     async def run() -> int:
@@ -54,7 +77,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         try:
             summary, _ = await evaluate(
-                args.env, policy, limit=args.limit, samples=args.samples, seed=args.seed,
+                args.env, policy, tasks=tasks, limit=args.limit, samples=args.samples, seed=args.seed,
                 concurrency=args.concurrency, out=out, resume=args.resume, turn_timeout=args.turn_timeout,
                 episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
             )
@@ -101,10 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentgym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("envs", help="list registered environments").set_defaults(func=_cmd_envs)
+    imports = argparse.ArgumentParser(add_help=False)
+    imports.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                         help="import MODULE first, e.g. one that calls agentgym.register (repeatable)")
 
-    ev = sub.add_parser("eval", help="evaluate a model (or a scripted policy) on an environment")
-    ev.add_argument("env", help="environment id, e.g. code")
+    sub.add_parser("envs", parents=[imports], help="list registered environments").set_defaults(func=_cmd_envs)
+
+    ev = sub.add_parser("eval", parents=[imports], help="evaluate a model (or a scripted policy) on an environment")
+    ev.add_argument("env", help="an environment id (agentgym/code-v0), an alias (code), or module.path:ClassName")
     ev.add_argument("--model", required=True,
                     help="a litellm model string (openai/gpt-4o-mini, anthropic/...), or a scripted policy the "
                          "env ships (reference, baseline)")
@@ -113,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--concurrency", type=int, default=8, help="episodes (and model calls) in flight")
     ev.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"])
-    ev.add_argument("--tasks", help="a JSONL file of tasks in the env's format")
+    ev.add_argument("--tasks", help="a task file in the env's format (read by the env's load_tasks)")
     ev.add_argument("--max-turns", type=int)
     ev.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",
                     help="a keyword argument for the environment (repeatable), e.g. split=nyt")

@@ -65,7 +65,8 @@ async def rollout(
                 return record("timeout", f"turn {_turns(env) + 1} took longer than {turn_timeout:g}s")
             assert env.trajectory is not None
             turn = env.trajectory.turns[-1]
-            turn.policy_seconds, turn.usage = policy_seconds, reply.usage
+            turn.policy_seconds = policy_seconds
+            turn.usage = turn.usage + reply.usage  # the policy's; env-side calls are in usage_by_role
             messages += [reply.message, *result.observation]
             if result.terminated or result.truncated:
                 return env.trajectory
@@ -112,8 +113,8 @@ async def run_episode(
         current = asyncio.current_task()
         if current is not None:
             current.uncancel()
-        partial = env.trajectory if env.trajectory is not None and env.trajectory.task_id == task.id else None
-        trajectory = partial or Trajectory(task_id=task.id, env=env.id, policy=policy.name, seed=seed)
+        recorded = env.trajectory if env.trajectory is not None and env.trajectory.task_id == task.id else None
+        trajectory = recorded or Trajectory(task_id=task.id, env=env.id, policy=policy.name, seed=seed)
         trajectory.outcome, trajectory.failure = "cancelled", "cancelled (interrupted or shut down)"
     try:
         await env.close()

@@ -220,6 +220,12 @@ class Trajectory(BaseModel):
     ``outcome`` says how the episode ended; ``failure`` says why, in words, when it did not end
     normally (an API error, a crashed sandbox, a timeout). ``reward`` is the episode's return: the
     sum of turn rewards plus the outcome reward the verifier gave.
+
+    ``final_answer`` is the answer the verifier grades: what the final tool set (or returned), or the
+    text of a reply that ended the episode. ``attempts`` holds the score of every final answer given,
+    in order: more than one when the env's feedback let the model try again. ``usage`` is what the
+    policy spent; model calls made on the env's side (a simulated user, a feedback model) are counted
+    apart in ``usage_by_role``.
     """
 
     task_id: str
@@ -231,6 +237,9 @@ class Trajectory(BaseModel):
     reward: float = 0.0
     outcome_reward: float = 0.0
     reward_components: dict[str, float] = Field(default_factory=dict)
+    final_answer: str | None = None
+    attempts: list[float] = Field(default_factory=list)
+    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
     outcome: Outcome = "terminated"
     failure: str | None = None
     seconds: float = 0.0
@@ -239,6 +248,7 @@ class Trajectory(BaseModel):
 
     @property
     def usage(self) -> Usage:
+        """What the policy spent over every turn (env-side model calls are in ``usage_by_role``)."""
         total = Usage()
         for turn in self.turns:
             total = total + turn.usage

@@ -63,10 +63,10 @@ async def recycle_cpu(backend: str, count: int) -> float:
 async def measure(backend: str, sessions: int, steps: int) -> dict[str, object]:
     single: list[float] = []
     pool = await filled_pool(backend, 1)
-    async with agentgym.make("code", sandbox=pool, max_turns=steps * 5 + 1) as env:
+    async with agentgym.make("code", sandbox_backend=pool, max_turns=steps * 5 + 1) as env:
         await session(env, steps * 5, single)
     pool = await filled_pool(backend, sessions)
-    envs = [agentgym.make("code", sandbox=pool, max_turns=steps + 1) for _ in range(sessions)]
+    envs = [agentgym.make("code", sandbox_backend=pool, max_turns=steps + 1) for _ in range(sessions)]
     latencies: list[float] = []
     meter = CpuMeter()
     started = time.perf_counter()

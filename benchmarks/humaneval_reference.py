@@ -69,7 +69,7 @@ class NaiveProvider:
 
 
 async def run(label: str, sandbox: object, limit: int, concurrency: int) -> dict[str, object]:
-    summary, _ = await evaluate("code", ReferenceSolution(), env_kwargs={"sandbox": sandbox}, limit=limit,
+    summary, _ = await evaluate("code", ReferenceSolution(), env_kwargs={"sandbox_backend": sandbox}, limit=limit,
                                 concurrency=concurrency, progress=False)
     assert summary.successes == summary.episodes, summary.failures
     return {"label": label, "episodes": summary.episodes, "successes": summary.successes,

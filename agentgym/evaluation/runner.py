@@ -58,7 +58,7 @@ async def evaluate(
         resume: Keep finished episodes found in ``out`` instead of starting over.
         turn_timeout: Seconds allowed for one turn (policy call plus env step).
         episode_timeout: Seconds allowed for one episode.
-        env_kwargs: Keyword arguments for ``make(env_id, ...)`` (``sandbox="local"``...).
+        env_kwargs: Keyword arguments for ``make(env_id, ...)`` (``sandbox_backend="local"``...).
         progress: Show a progress bar on a terminal.
     """
     env_kwargs = dict(env_kwargs or {})

@@ -15,10 +15,11 @@ from agentgym.env import Env
 from agentgym.errors import ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
-from agentgym.types import Reward, Task
+from agentgym.types import Task
 
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
+from .verify import PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -37,13 +38,14 @@ class CodeEnv(Env):
     """Write a Python function: try code in a persistent session, then submit the function.
 
     Tasks are HumanEval's 164 problems by default, or any JSONL file with the same fields
-    (``CodeEnv(tasks_path=...)``). The verifier runs the task's tests against the submission in a
-    fresh sandbox under the same limits; the reward is 1 when every test passes, else 0, and
-    ``trajectory.info["tests"]`` lists each test with its result.
+    (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``). The verifier (:class:`PassesTests`) runs
+    the task's tests against the submission in a fresh sandbox under the same limits; the reward is 1
+    when every test passes, else 0, and ``trajectory.info["tests"]`` lists each test with its result.
     """
 
     max_turns = 8
     sandbox_image = "python"
+    verifier = PassesTests()
     verify_timeout = 20.0
     """Seconds the task's tests may run; past it the submission scores 0."""
 
@@ -51,13 +53,18 @@ class CodeEnv(Env):
         """
         Args:
             tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
-            **kwargs: ``max_turns`` and ``sandbox``, as for :class:`~agentgym.env.Env`.
+            **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
         super().__init__(**kwargs)
         self.tasks_path = tasks_path
 
     def tasks(self) -> Sequence[Task]:
-        return load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+        return self.load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+
+    @classmethod
+    def load_tasks(cls, path: str | Path) -> list[Task]:
+        """Tasks from a HumanEval-format JSONL file (``task_id``, ``prompt``, ``test``, ``entry_point``)."""
+        return load_tasks(path)
 
     def system_prompt(self, task: Task) -> str:
         return "You are an expert Python programmer. Use the tools to test your code before submitting."
@@ -99,18 +106,9 @@ class CodeEnv(Env):
         blocks = FENCED_CODE.findall(text)
         return blocks[-1] if blocks else text
 
-    async def score(self) -> Reward:
-        assert self.task is not None
-        await self.release_sandbox()  # the session is done with; the tests get a fresh sandbox
-        if not self.final_answer:
-            return Reward(value=0.0, info={"tests": [], "verifier": "no submission"})
-        report = await self.run_tests(self.task, self.final_answer)
-        passed = bool(report.get("loaded")) and report["total"] > 0 and report["passed"] == report["total"]
-        return Reward(
-            value=1.0 if passed else 0.0,
-            components={"tests_passed_fraction": report["passed"] / report["total"] if report.get("total") else 0.0},
-            info={"tests": report.get("tests", []), "verifier": report.get("error") or "ok"},
-        )
+    async def final_state(self) -> None:
+        """Nothing to show the verifier; the session is done with, so give it back (the tests get a fresh one)."""
+        await self.release_sandbox()
 
     async def run_tests(self, task: Task, solution: str) -> dict[str, Any]:
         """Run ``task``'s tests on ``solution`` in a fresh sandbox; return the harness's report."""

@@ -85,7 +85,7 @@ def test_make_suggests_close_names_and_rejects_bad_kwargs():
 def test_builtin_envs_come_through_the_entry_point():
     import agentgym
 
-    assert "code" in agentgym.registered()
+    assert "agentgym/code-v0" in agentgym.registered()
 
 
 async def test_end_scores_an_episode_stopped_early():
