@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,9 @@ async def episode(env: agentgym.Env, steps: int, timings: Timings) -> None:
     timings.episodes += 1
 
 
-async def window(envs: list[agentgym.Env], seconds: float, play: Any) -> tuple[Timings, float, dict[str, float]]:
+async def window(
+    envs: list[agentgym.Env], seconds: float, play: Callable[[agentgym.Env, Timings], Awaitable[object]]
+) -> tuple[Timings, float, dict[str, float]]:
     """Every session runs ``play(env, timings)`` back to back until ``seconds`` have passed."""
     timings = Timings()
     deadline = time.perf_counter() + seconds
