@@ -15,7 +15,7 @@ from agentgym.envs.search.data import SPLITS, load_corpus
 from agentgym.envs.search.verify import normalize_answer, score_answer
 from agentgym.errors import EnvError, ToolError
 from agentgym.tools import tool
-from agentgym.types import Reward, Task
+from agentgym.types import Reward, Task, read_tasks
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
@@ -124,8 +124,7 @@ class SearchEnv(Env):
 
     def tasks(self) -> Sequence[Task]:
         if self.tasks_path is not None:
-            lines = self.tasks_path.read_text(encoding="utf-8").splitlines()
-            return [Task.model_validate_json(line) for line in lines if line.strip()]
+            return read_tasks(self.tasks_path)
         return corpus_tasks(self.split)
 
     def system_prompt(self, task: Task) -> str:
