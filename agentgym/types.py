@@ -323,7 +323,7 @@ def _decode_line(path: Path, lineno: int, raw: bytes) -> Any:
     if not text.strip():
         return None
     try:
-        return json.loads(text)
+        return json.loads(text.rstrip("\r\n"))  # so that a column past the end is on this line
     except json.JSONDecodeError as e:
         raise DataError(f"{path}:{lineno}: not valid JSON: {e.msg} (column {e.colno})") from e
 

@@ -161,18 +161,19 @@ def _refuse_duplicate_ids(tasks: Sequence[Task]) -> None:
 
 
 async def _start_a_sandbox(env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """For an env that needs sandboxes, start one now (the first episode gets it, warm).
+    """For an env that needs sandboxes, take one from the shared pool now and give it back.
 
     An unknown backend, a Docker engine that does not answer, a missing image: each would otherwise
-    fail every episode the same way.
+    fail every episode the same way. The sandbox goes back to the pool for the first episode.
     """
     image = env_class(env_id).sandbox_image
     backend = env_kwargs.get("sandbox", "auto")
     if image is None or not isinstance(backend, str):
         return
-    from agentgym.sandboxes import warm_up
+    from agentgym.sandboxes import acquire
 
-    await warm_up(backend, image=image)
+    sandbox = await acquire(backend, image=image)
+    await sandbox.close()
 
 
 class _FatalWatch:
