@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentgym.errors import AgentgymError, EnvError, PolicyError
+from agentgym.errors import AgentgymError, EnvError
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
@@ -49,6 +49,7 @@ def _default_out(env_id: str, model: str) -> Path:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from agentgym.evaluation import RunStopped, evaluate
     from agentgym.policies import load_policy
+    from agentgym.policies.litellm import UnknownModel
     from agentgym.registry import env_class
 
     cls = env_class(args.env)
@@ -90,11 +91,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     try:
         return asyncio.run(run())
-    except PolicyError as e:
+    except UnknownModel as e:
         scripted = ", ".join(cls.scripted_policies())
-        if scripted and "/" not in args.model:
-            raise PolicyError(f"{e}; or use a scripted policy of {args.env}: {scripted}") from e
-        raise
+        raise UnknownModel(f"{e}; or a scripted policy of {args.env}: {scripted}" if scripted else str(e)) from e
     except RunStopped as e:
         print(f"agentgym: error: {e}", file=sys.stderr)
         return 1

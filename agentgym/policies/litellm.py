@@ -38,6 +38,10 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 FATAL_STATUS = {401, 403, 404}
 
 
+class UnknownModel(PolicyError):
+    """litellm cannot tell which provider a model string names."""
+
+
 def _causes(error: BaseException) -> list[BaseException]:
     """``error`` and the exceptions it was raised from or during, outermost first."""
     chain: list[BaseException] = []
@@ -146,14 +150,15 @@ class LiteLLMPolicy:
         ``api_key`` given here counts).
 
         Raises:
-            PolicyError: (fatal) The model string names no provider litellm knows, or the provider's
-                credentials are not in the environment; the message names the variables.
+            UnknownModel: The model string names no provider litellm knows.
+            PolicyError: (fatal) The provider's credentials are not in the environment; the message
+                names the variables.
         """
         litellm = litellm_module()
         try:
             _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
         except Exception as e:
-            raise PolicyError(
+            raise UnknownModel(
                 f"unknown model {self.model!r}: litellm cannot tell its provider; write it as provider/model, "
                 "e.g. openai/gpt-4o-mini (providers: https://docs.litellm.ai/docs/providers)", fatal=True,
             ) from e
