@@ -15,9 +15,15 @@ COUNTER = "test/Counter-v0"
 register(COUNTER, Counter)
 
 
+#: Seconds a model call may take. The server shares this process (and, on a busy machine, the CPU):
+#: much shorter, and a call that is not hanging also times out, and retries no longer match faults.
+REQUEST_TIMEOUT = 4.0
+
+
 def policy_for(server: FakeOpenAI, **kwargs: object) -> LiteLLMPolicy:
-    """A policy talking to ``server`` with a key, short timeouts and near-zero backoff."""
-    options: dict[str, object] = {"api_key": "sk-test", "timeout": 1.0, "backoff": 0.01, "backoff_max": 0.05}
+    """A policy talking to ``server`` with a key, a timeout that only a hang reaches, near-zero backoff."""
+    options: dict[str, object] = {"api_key": "sk-test", "timeout": REQUEST_TIMEOUT, "backoff": 0.01,
+                                  "backoff_max": 0.05}
     return LiteLLMPolicy("openai/fake-model", api_base=server.base_url, **{**options, **kwargs})  # type: ignore[arg-type]
 
 

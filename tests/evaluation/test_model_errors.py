@@ -18,12 +18,12 @@ from agentgym.types import read_jsonl
 
 from ..core.toy import Counter
 from .counter_model import counter_model
-from .helpers import COUNTER, policy_for, run_cli
+from .helpers import COUNTER, REQUEST_TIMEOUT, policy_for, run_cli
 
 
 def eval_args(server: FakeOpenAI, out: Path, *extra: str) -> list[str]:
     return ["eval", COUNTER, "--model", "openai/fake-model", "--api-base", server.base_url,
-            "--request-timeout", "2", "--out", str(out), *extra]
+            "--request-timeout", str(REQUEST_TIMEOUT), "--out", str(out), *extra]
 
 
 def test_missing_api_key_is_one_error_before_the_first_episode(tmp_path, capsys, monkeypatch):
