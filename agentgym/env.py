@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -218,10 +218,18 @@ class Env:
         self.trajectory.messages = messages
         return list(messages)
 
-    async def step(self, action: Message) -> StepResult:
-        """Run one assistant message's tool calls and answer them."""
+    async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
+        """Run one assistant message's tool calls and answer them.
+
+        ``action`` is a :class:`~agentgym.types.Message`, or the same in OpenAI's format: a dict, or
+        the message object the OpenAI SDK returns.
+        """
         if self.trajectory is None or self.task is None:
             raise EnvError("step() called before reset()")
+        try:
+            action = Message.coerce(action)
+        except ValueError as e:
+            raise EnvError(f"step() needs an assistant message: {e}") from e
         if self._done:
             raise EnvError("step() called after the episode ended; call reset()")
         started = time.monotonic()

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agentgym.env import Env
+from agentgym.errors import PolicyError
 from agentgym.policies.base import Policy
-from agentgym.types import Outcome, Task, Trajectory
+from agentgym.types import Outcome, Task, Trajectory, Usage
 
 EnvFactory = Callable[[], Env]
 
@@ -85,6 +86,8 @@ async def rollout(
         raise
     except Exception as e:
         trajectory = record("error", f"{type(e).__name__}: {e}"[:2000])
+        if isinstance(e, PolicyError):
+            trajectory.failed_usage = trajectory.failed_usage + Usage(retries=e.retries)
     trajectory.policy = policy.name
     trajectory.seconds = time.monotonic() - started
     return trajectory

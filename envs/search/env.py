@@ -16,7 +16,7 @@ from agentgym.envs.search.verify import AnswerScore, normalize_answer
 from agentgym.errors import DataError, EnvError, ToolError
 from agentgym.rewards import gold_answers
 from agentgym.tools import tool
-from agentgym.types import Task
+from agentgym.types import Task, read_tasks
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
@@ -55,6 +55,16 @@ def make_backend(name: str) -> SearchBackend:
         choices = ", ".join(["local", *PROVIDERS, "simulated:MODEL"])
         raise EnvError(f"unknown search backend {name!r}: use one of {choices}")
     return PROVIDERS[name]()
+
+
+def _task_with_answer(row: dict[str, Any]) -> Task:
+    """A task row that carries its gold answer; ``ValueError`` (which ``read_tasks`` places) when not."""
+    task = Task.model_validate(row)
+    try:
+        gold_answers(task)
+    except DataError as e:
+        raise ValueError(str(e)) from e
+    return task
 
 
 class SearchEnv(Env):
@@ -128,21 +138,7 @@ class SearchEnv(Env):
     @classmethod
     def load_tasks(cls, path: str | Path) -> list[Task]:
         """:class:`~agentgym.types.Task` objects, one JSON a line, each with its gold answer(s) in ``data.answer``."""
-        tasks = []
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as e:
-            raise DataError(f"cannot read tasks from {path}: {e}") from e
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                task = Task.model_validate_json(line)
-                gold_answers(task)
-            except (ValueError, DataError) as e:
-                raise DataError(f"{path}:{lineno}: {e}") from e
-            tasks.append(task)
-        return tasks
+        return read_tasks(path, to_task=_task_with_answer)
 
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT
