@@ -99,8 +99,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         try:
             summary, _ = await evaluate(
-                args.env, policy, tasks=tasks, limit=args.limit, samples=args.samples, seed=args.seed,
-                concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
+                args.env, policy, tasks=tasks, task_file=args.tasks, limit=args.limit, samples=args.samples,
+                seed=args.seed, concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
                 turn_timeout=args.turn_timeout, episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
             )
         finally:
