@@ -136,9 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from agentgym.rewards.cli import add_commands as add_judge_commands
     from agentgym.sandboxes.cli import add_commands as add_sandbox_commands
+    from agentgym.view.cli import add_commands as add_view_commands
 
     add_sandbox_commands(sub)
     add_judge_commands(sub)
+    add_view_commands(sub)
     return parser
 
 
