@@ -260,9 +260,10 @@
     });
     document.querySelectorAll("a.failure-link").forEach((a) => a.addEventListener("click", (e) => {
       e.preventDefault();
-      epState.failure = a.dataset.failure;
-      epState.run = a.dataset.run;
+      // Every episode that failed so, whatever the other filters said.
+      Object.assign(epState, { failure: a.dataset.failure, run: a.dataset.run, result: "", outcome: "", search: "" });
       runSel.value = a.dataset.run;
+      for (const id of ["ep-result", "ep-outcome", "ep-search"]) document.getElementById(id).value = "";
       epState.page = 0;
       renderEpisodes();
       document.getElementById("episodes").scrollIntoView();
