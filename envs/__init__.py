@@ -13,6 +13,7 @@ def register_builtin() -> None:
     register("code", "agentgym.envs.code.env:CodeEnv")
     register("toy", "agentgym.envs.toy.env:ColourEnv")
     register("search", "agentgym.envs.search.env:SearchEnv")
+    register("mcp", "agentgym.mcp.env:MCPEnv")
 
 
 register_builtin()
