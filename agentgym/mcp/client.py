@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field

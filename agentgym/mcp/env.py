@@ -32,7 +32,7 @@ class MCPTool(ToolFunction):
     fit is an ``invalid_arguments`` tool error like for the env's own tools.
     """
 
-    def __init__(self, connection: MCPConnection, tool: Any, prefix: str = "") -> None:  # noqa: D107
+    def __init__(self, connection: MCPConnection, tool: Any, prefix: str = "") -> None:
         import jsonschema
 
         self.connection = connection

@@ -92,7 +92,7 @@ class EpisodeServer:
                         raise AgentgymError(f"no episode is running: call {START}")
                     reward = await env.end("truncated")
                     return types.CallToolResult(
-                        content=[types.TextContent(type="text", text=f"Episode ended. Reward {env.trajectory.reward:g}.")],
+                        content=_content(f"Episode ended. Reward {env.trajectory.reward:g}."),
                         structured_content={"reward": reward.value, "terminated": False, "truncated": True,
                                             "episode_reward": env.trajectory.reward,
                                             "components": reward.components})

@@ -51,9 +51,10 @@ def components_plot(runs: list[Run]) -> str:
     """Mean reward and the mean of each reward component, per run."""
     import plotly.graph_objects as go
 
-    names = ["reward"] + sorted({k for r in runs for k in r.summary.reward_components})
+    names = ["reward", *sorted({k for r in runs for k in r.summary.reward_components})]
     fig = go.Figure([
-        go.Bar(name=r.name, x=names, y=[r.summary.mean_reward, *(r.summary.reward_components.get(k) for k in names[1:])])
+        go.Bar(name=r.name, x=names,
+               y=[r.summary.mean_reward, *(r.summary.reward_components.get(k) for k in names[1:])])
         for r in runs
     ])
     fig.update_layout(title="Reward per component (mean over episodes)", barmode="group")

@@ -18,7 +18,7 @@ def make_server(report: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
     path = Path(report).resolve()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+        def do_GET(self) -> None:
             if self.path.split("?", 1)[0] not in ("/", "/" + path.name):
                 self.send_error(404, "only the report is served here")
                 return

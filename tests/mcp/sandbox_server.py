@@ -14,8 +14,10 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {}}},
     {"name": "remember", "description": "Keep a note in the server's memory.",
      "inputSchema": {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}},
-    {"name": "recall", "description": "Say the notes kept so far.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "recall", "description": "Say the notes kept so far.",
+     "inputSchema": {"type": "object", "properties": {}}},
     {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "crash", "description": "Exits the server.", "inputSchema": {"type": "object", "properties": {}}},
 ]
 notes = []
 
@@ -31,6 +33,9 @@ def call(name, args):
         return False, "; ".join(notes) or "nothing"
     if name == "fail":
         return True, "this tool always fails"
+    if name == "crash":
+        sys.stderr.write("crashing on purpose\n")
+        os._exit(3)
     raise KeyError(name)
 
 

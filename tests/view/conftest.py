@@ -64,11 +64,19 @@ class Page:
     def __init__(self, browser: Any) -> None:
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        self.page.on("console", self._console)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         # The report needs no network: any request leaving the file is a defect, and fails here.
-        self.page.route("http://**/*", lambda route: (self.errors.append(f"network: {route.request.url}"), route.abort()))
-        self.page.route("https://**/*", lambda route: (self.errors.append(f"network: {route.request.url}"), route.abort()))
+        self.page.route("http://**/*", self._refuse)
+        self.page.route("https://**/*", self._refuse)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(f"console.error: {message.text}")
+
+    def _refuse(self, route: Any) -> None:
+        self.errors.append(f"network: {route.request.url}")
+        route.abort()
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ def every_field() -> Trajectory:
     return Trajectory(
         task_id="gui/7", env="code", policy="openai/gpt-x", seed=None,
         messages=[Message(role="system", content="be brief"),
-                  Message(role="user", content=[TextPart(text="see:"), ImagePart(image_url={"url": "data:image/png;base64,AA==", "detail": "low"})])],
+                  Message(role="user", content=[TextPart(text="see:"), ImagePart(
+                      image_url={"url": "data:image/png;base64,AA==", "detail": "low"})])],
         turns=[
             Turn(action=Message(role="assistant", content=None,
                                 tool_calls=[ToolCall(id="a", name="python", arguments='{"code": "1/0"}'),
@@ -32,7 +33,8 @@ def every_field() -> Trajectory:
                  info={"nested": {"list": [1, 2.5, None, "x"], "flag": True}}),
             Turn(action=Message(role="assistant", content="", name="bot"), observation=[],
                  usage=Usage(prompt_tokens=200, completion_tokens=5)),
-            Turn(action=Message(role="assistant", content=[]), observation=[Message(role="user", content="Call a tool.")]),
+            Turn(action=Message(role="assistant", content=[]),
+                 observation=[Message(role="user", content="Call a tool.")]),
         ],
         reward=0.75, outcome_reward=1.0, reward_components={"z_last": 0.5, "a_first": 1.0},
         outcome="truncated", failure="line one\nline two", seconds=12.5, sandbox_seconds=3.25,
@@ -49,7 +51,8 @@ def test_every_field_round_trips(real_runs, tmp_path, to):
     assert len(back) == len(originals)
     for a, b in zip(originals, back, strict=True):
         assert b.model_dump() == a.model_dump()  # every field, nested, with its type (None, "", [] apart)
-    assert back[0].turns[0].observation[1].content[1].image_url == originals[0].turns[0].observation[1].content[1].image_url
+    image = back[0].turns[0].observation[1].content[1]
+    assert image == originals[0].turns[0].observation[1].content[1] and image.image_url["url"].startswith("data:")
     assert list(back[0].reward_components) == ["z_last", "a_first"]
 
 
