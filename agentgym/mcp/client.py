@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shlex
 from typing import Any, Literal
 
@@ -26,6 +27,9 @@ from agentgym.errors import EnvError, ToolError
 from agentgym.types import ContentPart, ImagePart, TextPart, ToolSpec
 
 CONNECT_TIMEOUT = 60.0
+CLOSE_TIMEOUT = 30.0
+
+log = logging.getLogger(__name__)
 
 
 class StdioServer(BaseModel):
@@ -247,9 +251,9 @@ class MCPConnection:
         task, self._task = self._task, None
         if task is not None:
             try:
-                await asyncio.wait_for(task, 30)
-            except (Exception, asyncio.CancelledError):
-                task.cancel()
+                await asyncio.wait_for(task, CLOSE_TIMEOUT)  # cancels the task when it runs out
+            except TimeoutError:
+                log.warning("MCP server %s did not shut down within %g s", self.describe(), CLOSE_TIMEOUT)
 
 
 def tool_spec(tool: Any, prefix: str = "") -> ToolSpec:

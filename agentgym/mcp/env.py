@@ -116,12 +116,7 @@ class MCPEnv(Env):
 
     async def setup(self, task: Task) -> None:
         if not self._host:
-            for spec in self.servers:
-                if not isinstance(spec, SandboxServer):
-                    connection = MCPConnection(spec, call_timeout=self.call_timeout)
-                    self._host.append(connection)
-                    await connection.connect()
-                    self._host_tools = self._merge(self._host_tools, connection)
+            await self._connect_host_servers()
         tools = dict(self._host_tools)
         for spec in self.servers:
             if isinstance(spec, SandboxServer):
@@ -130,6 +125,23 @@ class MCPEnv(Env):
                 await connection.connect()
                 tools = self._merge(tools, connection)
         self._tools = {**type(self)._tools, **tools}  # type: ignore[misc]
+
+    async def _connect_host_servers(self) -> None:
+        """Connect every host and HTTP server, all or none: a failure closes the others and raises."""
+        connected: list[MCPConnection] = []
+        tools: dict[str, ToolFunction] = {}
+        try:
+            for spec in self.servers:
+                if not isinstance(spec, SandboxServer):
+                    connection = MCPConnection(spec, call_timeout=self.call_timeout)
+                    await connection.connect()
+                    connected.append(connection)
+                    tools = self._merge(tools, connection)
+        except BaseException:
+            for connection in connected:
+                await connection.close()
+            raise
+        self._host, self._host_tools = connected, tools
 
     def _merge(self, table: dict[str, ToolFunction], connection: MCPConnection) -> dict[str, ToolFunction]:
         out = dict(table)
