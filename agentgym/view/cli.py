@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 FORMATS = ("datasets", "parquet", "jsonl")
@@ -35,6 +36,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     to, dest = args.to
     if to not in FORMATS:
         raise DataError(f"--to {to}: expected one of {', '.join(FORMATS)}")
+    if Path(dest).exists() and not args.force:
+        raise DataError(f"{dest} exists; pass --force to replace it")
     disable_progress_bar()
     trajectories = list(export.read_trajectories(args.source))
     if not trajectories:
@@ -71,5 +74,6 @@ def add_commands(sub: Any) -> None:
     ex.add_argument("--for", dest="for_", choices=["sft"],
                     help="sft: chat messages and tool schemas for TRL's SFTTrainer instead of full trajectories")
     ex.add_argument("--successful-only", action="store_true", help="only episodes that succeeded")
+    ex.add_argument("--force", action="store_true", help="replace DEST if it exists")
     ex.set_defaults(func=_cmd_export)
 

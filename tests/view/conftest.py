@@ -45,8 +45,11 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium per test module. Playwright's sync API keeps an event loop running in this
+    thread while it is open, so it must be closed before any async test runs: module scope, in
+    modules of sync tests only."""
     if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
         if os.environ.get("CI"):
             pytest.fail(f"CI is set but {CHROMIUM} is missing: .ci/run should have installed Debian's chromium")

@@ -77,6 +77,10 @@ def test_export_cli_there_and_back(real_runs, tmp_path):
     runs = agentgym("export", str(real_runs["code"].parent), "--to", "parquet", str(tmp_path / "all.parquet"),
                     cwd=tmp_path)
     assert runs.returncode == 0 and "10 trajectories" in runs.stdout  # a folder of runs: both
+    kept = (tmp_path / "back.jsonl").read_text()
+    again = agentgym("export", str(tmp_path / "ds"), "--to", "jsonl", str(tmp_path / "back.jsonl"), cwd=tmp_path)
+    assert again.returncode == 2 and "exists; pass --force" in again.stderr
+    assert (tmp_path / "back.jsonl").read_text() == kept  # a mistyped DEST loses nothing
     wrong = agentgym("export", str(real_runs["code"]), "--to", "csv", str(tmp_path / "x"), cwd=tmp_path)
     assert wrong.returncode == 2 and "expected one of datasets, parquet, jsonl" in wrong.stderr
     import pyarrow as pa
