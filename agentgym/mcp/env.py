@@ -42,6 +42,7 @@ class MCPTool(ToolFunction):
         self.spec = tool_spec(tool, prefix)
         self.name = self.spec.name
         self.final = False
+        self.is_async = True
         self._validator = jsonschema.Draft202012Validator(self.spec.parameters)
         remote = tool.name
 

@@ -43,7 +43,8 @@ def features() -> Any:
         "task_id": string, "env": string, "policy": string, "seed": i64,
         "messages": List(message), "turns": List(turn),
         "reward": f64, "outcome_reward": f64, "reward_components": List({"name": string, "value": f64}),
-        "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64, "info": string,
+        "final_answer": string, "attempts": List(f64), "usage_by_role": List({"role": string, **usage}),
+        "failed_usage": usage, "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64, "info": string,
         "success": Value("bool"), "num_turns": i64, "prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64,
     })
 
@@ -77,7 +78,8 @@ def to_row(t: Trajectory) -> dict[str, Any]:
              for turn in d["turns"]]
     return {
         **{k: d[k] for k in ("task_id", "env", "policy", "seed", "reward", "outcome_reward", "outcome", "failure",
-                             "seconds", "sandbox_seconds")},
+                             "seconds", "sandbox_seconds", "final_answer", "attempts", "failed_usage")},
+        "usage_by_role": [{"role": role, **u} for role, u in d["usage_by_role"].items()],
         "messages": [_message_row(m) for m in d["messages"]], "turns": turns,
         "reward_components": [{"name": k, "value": v} for k, v in d["reward_components"].items()],
         "info": json.dumps(d["info"]),
@@ -92,7 +94,9 @@ def from_row(row: dict[str, Any]) -> Trajectory:
               "tool_errors": turn["tool_errors"] or [], "info": json.loads(turn["info"])} for turn in row["turns"]]
     data = {k: v for k, v in row.items() if k not in DERIVED}
     data.update(messages=[_message(m) for m in row["messages"]], turns=turns, info=json.loads(row["info"]),
-                reward_components={c["name"]: c["value"] for c in row["reward_components"] or []})
+                reward_components={c["name"]: c["value"] for c in row["reward_components"] or []},
+                attempts=row["attempts"] or [],
+                usage_by_role={u.pop("role"): u for u in (dict(u) for u in row["usage_by_role"] or [])})
     return Trajectory.model_validate(data)
 
 

@@ -37,6 +37,9 @@ def every_field() -> Trajectory:
                  observation=[Message(role="user", content="Call a tool.")]),
         ],
         reward=0.75, outcome_reward=1.0, reward_components={"z_last": 0.5, "a_first": 1.0},
+        final_answer="def f():\n    return 1\n", attempts=[0.0, 1.0],
+        usage_by_role={"user": Usage(prompt_tokens=9, completion_tokens=3, cost_usd=0.5, retries=1)},
+        failed_usage=Usage(prompt_tokens=4, retries=3),
         outcome="truncated", failure="line one\nline two", seconds=12.5, sandbox_seconds=3.25,
         info={"tests": [{"name": "t1", "passed": True}], "judge": {"reasoning": "ok", "attempts": 2}},
     )
@@ -62,7 +65,7 @@ def test_dataset_columns_are_typed_and_filterable(real_runs):
     assert ds.features["seed"].dtype == "int64" and ds[0]["seed"] is None
     solved = ds.filter(lambda r: r["success"])
     assert len(solved) == 6  # every_field (outcome reward 1) and the five reference solutions
-    assert ds[0]["prompt_tokens"] == 320 and ds[0]["num_turns"] == 3
+    assert ds[0]["prompt_tokens"] == 120 + 200 + 4 and ds[0]["num_turns"] == 3  # the turns' and the failed call's
     assert ds[1]["messages"][1]["content"].startswith("Complete the following Python function")
     assert ds[1]["turns"][0]["action"]["tool_calls"][0]["name"] == "python"
 

@@ -180,9 +180,12 @@ def test_ten_thousand_episodes_load_lazily(page, tmp_path):
 def test_bad_input_is_a_clear_error(tmp_path):
     missing = agentgym("view", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such run" in missing.stderr
-    (tmp_path / "empty.jsonl").write_text("not json\n")
+    (tmp_path / "empty.jsonl").write_text("\n")
     empty = agentgym("view", str(tmp_path / "empty.jsonl"), cwd=tmp_path)
     assert empty.returncode == 2 and "holds no trajectory" in empty.stderr
+    (tmp_path / "garbage.jsonl").write_text("not json\n")
+    garbage = agentgym("view", str(tmp_path / "garbage.jsonl"), cwd=tmp_path)
+    assert garbage.returncode == 2 and "garbage.jsonl:1: not a trajectory" in garbage.stderr
     (tmp_path / "folder").mkdir()
     folder = agentgym("view", str(tmp_path / "folder"), cwd=tmp_path)
     assert folder.returncode == 2 and "holds no .jsonl run" in folder.stderr
