@@ -44,7 +44,8 @@ def features() -> Any:
         "messages": List(message), "turns": List(turn),
         "reward": f64, "outcome_reward": f64, "reward_components": List({"name": string, "value": f64}),
         "final_answer": string, "attempts": List(f64), "usage_by_role": List({"role": string, **usage}),
-        "failed_usage": usage, "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64, "info": string,
+        "failed_usage": usage, "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64,
+        "info": string,
         "success": Value("bool"), "num_turns": i64, "prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64,
     })
 
