@@ -166,3 +166,12 @@ async def test_a_reused_url_does_not_let_one_result_overwrite_another() -> None:
 
 def call(name: str, **arguments: object) -> Message:
     return Message(role="assistant", tool_calls=[ToolCall(id=f"c-{name}", name=name, arguments=json.dumps(arguments))])
+
+
+async def test_a_page_opens_by_its_url_when_only_one_result_has_it(server: FakeOpenAI) -> None:
+    env = make("search", backend=simulated(server))
+    await env.reset(Task(id="a", prompt="Who won Super Bowl 50?", data={"answers": ["Denver Broncos"]}))
+    await env.step(call("search", query="super bowl 50", k=2))
+    page = (await env.step(call("open", id_or_url="https://sim.example/2"))).observation[0].text
+    assert page.startswith("useful result 2 for super bowl 50\nhttps://sim.example/2 (page 1 of 1)")
+    await env.close()
