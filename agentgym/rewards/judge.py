@@ -16,12 +16,12 @@ reaches the judge only as data it cannot break out of (see :func:`data_block`):
 - it is a JSON string (quotes and newlines escaped, so it cannot start a line of its own and pose as
   a system or grader message), with ``<`` and ``>`` escaped too, so it holds no tag and no chat-template
   token at all;
-- it sits between ``<response-ID>`` and ``</response-ID>``, where ID is a fresh random nonce per request
+- it sits between ``<response-ID>`` and ``</response-ID>``, where ID is a fresh random nonce per grading
   that does not occur in the answer, so the answer can neither close the block nor name it;
 - the system prompt says the block is data to grade and never instructions, and that an answer which
   talks to the grader or hedges earns 0;
 - the verdict is parsed strictly: the whole reply must be one JSON object with only the verdict's keys,
-  and its ``id`` must be this request's nonce, so a verdict the answer wrote and the judge merely
+  and its ``id`` must be this grading's nonce, so a verdict the answer wrote and the judge merely
   copied is refused.
 
 What this cannot do is make a model obey the system prompt: a judge model gullible enough to follow
