@@ -12,7 +12,9 @@ Point it at a real model, which calls tools already and needs no warm start:
 
     python examples/train_grpo.py --model Qwen/Qwen3-0.6B --env code --steps 200 --lr 1e-6 --gpu
 
-Any registered env works (``--env code``, ``--env search``); its built-in tasks are the dataset.
+Any registered env works (``--env code``, ``--env search``); its built-in tasks are the dataset,
+streamed: each row is built when the trainer reads it, in a seeded order, so the search env's 48,201
+questions cost no more memory than the toy env's one.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def main() -> None:
     # that there is one right answer to learn. Other envs train on all their built-in tasks.
     tasks = [Task(id="blue", prompt="Pick a colour.", data={"colour": "blue"})] if args.env == "toy" else None
     make_spec = rollout_spec if args.path == "rollout" else environment_spec
-    spec = make_spec(args.env, tasks, repeat=1000)
+    spec = make_spec(args.env, tasks, repeat=None)  # an endless stream of rows; max_steps ends training
     config = GRPOConfig(
         output_dir=args.output, use_cpu=not args.gpu, bf16=args.gpu, gradient_checkpointing=False,
         report_to="none", per_device_train_batch_size=2 * args.generations, num_generations=args.generations,

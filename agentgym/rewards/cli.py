@@ -1,4 +1,8 @@
-"""``agentgym judge probe``: measure an LLM judge's false-positive rate on known hacks."""
+"""``agentgym judge probe``: measure an LLM judge's false-positive rate on known hacks.
+
+The exit status is the judge's verdict: 0 when it accepts at least ``--min-tpr`` of the correct answers
+and (with ``--max-fpr``) no more than that share of hacks; 1 otherwise; 2 when nothing could be graded.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +22,24 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     probe.add_argument("--model", required=True, help="litellm name of the judge, e.g. openai/gpt-4o-mini")
     probe.add_argument("--api-base", default=None, help="OpenAI-compatible endpoint for the judge")
     probe.add_argument("--api-key", default=None, help="API key (default: provider env var)")
-    probe.add_argument("--threshold", type=float, default=0.5, help="score that counts as accepted")
+    probe.add_argument("--threshold", type=rate, default=0.5, help="score that counts as accepted")
     probe.add_argument("--json", action="store_true", help="print the report as JSON")
-    probe.add_argument("--max-fpr", type=float, default=None,
+    probe.add_argument("--max-fpr", type=rate, default=None,
                        help="exit with status 1 when the false-positive rate exceeds this")
+    probe.add_argument("--min-tpr", type=rate, default=0.9,
+                       help="exit with status 1 when the judge accepts fewer of the correct answers (default 0.9)")
     probe.set_defaults(func=run_probe)
+
+
+def rate(text: str) -> float:
+    """A share from 0 to 1, for ``--max-fpr`` and ``--min-tpr``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
 
 
 def run_probe(args: argparse.Namespace) -> int:
@@ -31,9 +48,13 @@ def run_probe(args: argparse.Namespace) -> int:
 
     judge = LLMJudge(args.model, api_base=args.api_base, api_key=args.api_key)
     report = asyncio.run(probe_judge(judge, threshold=args.threshold))
-    print(json.dumps(asdict(report), indent=2) if args.json else report.table())
-    if report.n and report.errors >= report.n:
+    failures = report.failures(max_fpr=args.max_fpr, min_tpr=args.min_tpr)
+    if args.json:
+        print(json.dumps({**asdict(report), "max_fpr": args.max_fpr, "min_tpr": args.min_tpr,
+                          "failures": failures}, indent=2))
+    else:
+        print(report.table())
+        print("\n".join(f"FAIL: {reason}" for reason in failures) or "PASS")
+    if report.errors >= report.n + report.controls:
         return 2  # nothing was graded: the judge is unreachable or never answers in the verdict format
-    if args.max_fpr is not None and report.false_positive_rate > args.max_fpr:
-        return 1
-    return 0
+    return 1 if failures else 0

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import atexit
 import inspect
+import itertools
 import json
+import random
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast, get_type_hints
 
@@ -172,8 +174,10 @@ def environment_class(source: EnvSource, *, name: str | None = None) -> type[Age
     return type(name or cls.__name__, (AgentgymEnvironment,), namespace)
 
 
-def task_dataset(source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1) -> Any:
-    """A ``datasets.Dataset`` of the env's opening messages (``prompt``) and the task (:data:`TASK_COLUMN`).
+def task_dataset(
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1, seed: int = 0
+) -> Any:
+    """A ``datasets`` dataset of the env's opening messages (``prompt``) and the task (:data:`TASK_COLUMN`).
 
     The task's JSON is also stored under :data:`TASK_COLUMN` in the prompt's last message, because TRL
     hands a ``rollout_func`` the prompts and nothing else of the row; chat templates ignore the key.
@@ -181,22 +185,54 @@ def task_dataset(source: EnvSource, tasks: Sequence[Task] | None = None, *, repe
     Args:
         source: The env the tasks belong to; its :meth:`~Env.opening_messages` builds each prompt.
         tasks: The tasks; the env's built-in :meth:`~Env.tasks` by default.
-        repeat: How many times to list each task (an epoch of ``repeat * len(tasks)`` rows).
+        repeat: How many times to list each task (a ``Dataset`` of ``repeat * len(tasks)`` rows), or
+            ``None`` for an endless ``IterableDataset`` that builds each row when the trainer reads it,
+            passing over the tasks in a fresh order drawn from ``seed`` each time. Use the stream for
+            a large task set (the search env's 48,201 questions): it holds one row at a time, where a
+            repeated list holds every row at once. ``GRPOTrainer`` then needs ``max_steps``.
+        seed: Seeds the stream's order (TRL shuffles the rows again with its own seed).
     """
-    from datasets import Dataset  # type: ignore[import-untyped]
-
     _, make_env = env_factory(source)
     env = make_env()
-    tasks = list(tasks) if tasks is not None else list(env.tasks())
+    tasks = list(tasks) if tasks is not None else env.tasks()
     if not tasks:
         raise EnvError(f"{type(env).__name__} has no built-in tasks: pass tasks=")
-    rows = []
-    for task in tasks:
-        task_json = task.model_dump_json()
-        prompt = [{"role": m.role, "content": m.text, TASK_COLUMN: None} for m in env.opening_messages(task)]
-        prompt[-1][TASK_COLUMN] = task_json  # rollout_func sees only prompts, so the task rides along
-        rows.append({"prompt": prompt, TASK_COLUMN: task_json})
-    return Dataset.from_list(rows * repeat)
+    if repeat is None:
+        return _task_stream(env, tasks, seed)
+    from datasets import Dataset  # type: ignore[import-untyped]
+
+    if repeat < 1:
+        raise EnvError(f"repeat must be at least 1 (or None for an endless stream), not {repeat}")
+    return Dataset.from_list([task_row(env, task) for task in tasks] * repeat)
+
+
+def task_row(env: Env, task: Task) -> dict[str, Any]:
+    """One dataset row: the task's opening messages as ``prompt``, and the task's JSON."""
+    task_json = task.model_dump_json()
+    prompt = [{"role": m.role, "content": m.text, TASK_COLUMN: None} for m in env.opening_messages(task)]
+    prompt[-1][TASK_COLUMN] = task_json  # rollout_func sees only prompts, so the task rides along
+    return {"prompt": prompt, TASK_COLUMN: task_json}
+
+
+def _task_stream(env: Env, tasks: Sequence[Task], seed: int) -> Any:
+    """An endless ``IterableDataset`` of :func:`task_row` rows, each pass over ``tasks`` in a new seeded order.
+
+    Built on ``ExamplesIterable`` rather than ``IterableDataset.from_generator``, which fingerprints its
+    arguments by pickling them: an env holding a search index or a client cannot be pickled, and the
+    tasks need not be.
+    """
+    from datasets import IterableDataset
+    from datasets.iterable_dataset import ExamplesIterable  # type: ignore[import-untyped]
+
+    def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+        rng = random.Random(seed)
+        order = list(range(len(tasks)))
+        for n in itertools.count():
+            rng.shuffle(order)
+            for i in order:
+                yield n * len(order) + i, task_row(env, tasks[i])
+
+    return IterableDataset(ExamplesIterable(rows, {}))
 
 
 @dataclass
@@ -218,7 +254,7 @@ class EnvironmentSpec:
 
 
 def environment_spec(
-    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1
 ) -> EnvironmentSpec:
     """The dataset and environment class to train on ``source`` with TRL's ``environment_factory``."""
     return EnvironmentSpec(task_dataset(source, tasks, repeat=repeat), environment_class(source))

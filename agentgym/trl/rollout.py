@@ -301,7 +301,9 @@ class RolloutSpec:
                 "reward_funcs": self.reward_funcs}
 
 
-def rollout_spec(source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int = 1) -> RolloutSpec:
+def rollout_spec(
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1
+) -> RolloutSpec:
     """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``."""
     rollout = EnvRollout(source)
     return RolloutSpec(task_dataset(source, tasks, repeat=repeat), rollout,

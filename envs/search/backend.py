@@ -5,6 +5,10 @@ A backend is anything with ``name``, ``async search(query, k)``, ``async open(id
 the record/replay cache that wraps any of them. One whose answers depend on the episode's task sets
 ``task_dependent = True`` and reads :data:`current_task`. The environment does paging, rewards and
 formatting; backends only find and fetch.
+
+A backend that writes each page along with its result (simulated search) returns it in
+:attr:`SearchResult.content` and keeps nothing: the environment of the episode that ran the search
+holds the page, so one backend shared by concurrent episodes cannot hand one episode another's page.
 """
 
 from __future__ import annotations
@@ -28,13 +32,18 @@ concurrently on one shared backend each see their own.
 
 
 class SearchResult(BaseModel):
-    """One ranked hit. ``id`` is what ``open`` takes: a corpus id, or the URL for web backends."""
+    """One ranked hit. ``id`` is what ``open`` takes: a corpus id, or the URL for web backends.
+
+    ``content`` is the page's text when the backend wrote it with the result (simulated search): the
+    environment keeps it for that episode's ``open`` and never shows it in the listing.
+    """
 
     id: str
     title: str
     snippet: str
     score: float
     url: str | None = None
+    content: str | None = None
 
 
 class Document(BaseModel):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentgym.env import Env, ToolResult
-from agentgym.envs.search.backend import SearchBackend, SearchResult, current_task
+from agentgym.envs.search.backend import Document, SearchBackend, SearchResult, current_task
 from agentgym.envs.search.cache import CacheMode, RecordReplay
 from agentgym.envs.search.data import SPLITS, load_corpus
 from agentgym.envs.search.verify import AnswerScore, normalize_answer
@@ -78,6 +78,9 @@ class SearchEnv(Env):
     paragraphs, the first time a gold answer shows up in a snippet), and ``-repeat_penalty`` for a
     query the episode already ran. Whether each search hit or repeated is always in the turn's info.
 
+    Pages a backend wrote along with its results (simulated search) are kept by the env for the
+    episode that searched, so ``open`` finds them only there, whoever else shares the backend.
+
     Args:
         split: Which questions :meth:`tasks` offers: ``"all"`` or one of squad, new_wiki, nyt,
             reddit, amazon. The searched corpus is always the whole one.
@@ -131,6 +134,7 @@ class SearchEnv(Env):
         self.page_chars = page_chars
         self._queries: set[str] = set()
         self._hit = False
+        self._pages: dict[str, Document] = {}
 
     def tasks(self) -> Sequence[Task]:
         return self.load_tasks(self.tasks_path) if self.tasks_path is not None else corpus_tasks(self.split)
@@ -145,7 +149,7 @@ class SearchEnv(Env):
 
     async def setup(self, task: Task) -> None:
         gold_answers(task)  # a task with no gold answer is refused now, not scored 0 at the end
-        self._queries, self._hit = set(), False
+        self._queries, self._hit, self._pages = set(), False, {}
 
     async def teardown(self) -> None:
         if self._owns_backend:
@@ -183,7 +187,10 @@ class SearchEnv(Env):
         if hit and not self._hit:
             reward += self.hit_reward
         self._hit = self._hit or hit
-        listing = [r.model_dump(exclude_none=True) for r in results]
+        for r in results:
+            if r.content is not None:
+                self._pages[r.id] = Document(id=r.id, title=r.title, text=r.content, url=r.url)
+        listing = [r.model_dump(exclude_none=True, exclude={"content"}) for r in results]
         content = json.dumps({"query": query, "results": listing}, ensure_ascii=False)
         return ToolResult(content, reward=reward, info={"retrieval_hit": hit, "repeated_query": repeated})
 
@@ -195,11 +202,13 @@ class SearchEnv(Env):
             id_or_url: A result's ``id`` from search (a URL for web results).
             page: Which page to read, from 1; the header says how many there are.
         """
-        token = current_task.set(self.task)
-        try:
-            document = await self.backend.open(id_or_url)
-        finally:
-            current_task.reset(token)
+        document = self._written_page(id_or_url.strip())
+        if document is None:
+            token = current_task.set(self.task)
+            try:
+                document = await self.backend.open(id_or_url)
+            finally:
+                current_task.reset(token)
         pages = paginate(document.text, self.page_chars)
         if not 1 <= page <= len(pages):
             raise ToolError(f"page {page} does not exist: {document.id} has {len(pages)} page(s)")
@@ -214,6 +223,16 @@ class SearchEnv(Env):
             answer: The shortest exact span that answers the question.
         """
         return answer
+
+    def _written_page(self, id_or_url: str) -> Document | None:
+        """A page this episode's results carried, by id, or by URL when only one result has that URL."""
+        if id_or_url in self._pages:
+            return self._pages[id_or_url]
+        same_url = [d for d in self._pages.values() if d.url == id_or_url]
+        if len(same_url) > 1:
+            ids = ", ".join(d.id for d in same_url)
+            raise ToolError(f"{len(same_url)} results have the URL {id_or_url!r}: open one by its id ({ids})")
+        return same_url[0] if same_url else None
 
     # ----------------------------------------------------------------- scoring
     async def final_state(self) -> dict[str, bool]:

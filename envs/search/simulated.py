@@ -4,9 +4,15 @@ Training against a live search API is slow, costly and unrepeatable; an LLM that
 results is none of those, and lets the difficulty be tuned. Each search asks the model, through
 litellm, for ``k`` results as JSON, each with a title, a URL, a snippet and a short page of content.
 ``noise`` is the chance that any one result is asked to be *noisy*: on-topic-looking but unhelpful or
-subtly wrong, as ZeroSearch's curriculum does. Which slots are noisy is drawn from a seeded RNG, so a
-run is repeatable up to the model's own sampling (use ``temperature=0``, or record and replay).
-``open`` returns the content the model wrote for that result.
+subtly wrong, as ZeroSearch's curriculum does. Which slots are noisy is drawn from an RNG seeded with
+``seed``, the query and ``k``, so a run is repeatable up to the model's own sampling (use
+``temperature=0``, or record and replay), and one episode's draws never depend on what other episodes
+searched before it.
+
+The page the model wrote for each result travels with the result (:attr:`SearchResult.content`); the
+engine keeps no pages, so the environment of the episode that searched is the only place ``open`` can
+find it. A result's id is a hash of what the model wrote for it, so two results at one URL (models reuse
+URLs) stay two results, and a recording replays to the same ids.
 
 With ``answer_hint=True`` the writer is also told the episode's question and gold answer (read from
 :data:`~agentgym.envs.search.backend.current_task`), as ZeroSearch does, so that useful results
@@ -82,7 +88,7 @@ class SimulatedSearch:
             raise ValueError("noise must be between 0 and 1")
         self.model = model
         self.noise = noise
-        self.rng = random.Random(seed)
+        self.seed = seed
         self.api_base = api_base
         self.api_key = api_key
         self.temperature = temperature
@@ -90,7 +96,6 @@ class SimulatedSearch:
         self.retries = retries
         self.answer_hint = answer_hint
         self.task_dependent = answer_hint
-        self.pages: dict[str, Document] = {}
 
     async def _complete(self, prompt: str) -> str:
         litellm = litellm_module()
@@ -109,7 +114,8 @@ class SimulatedSearch:
         return response.choices[0].message.content or ""
 
     async def search(self, query: str, k: int) -> list[SearchResult]:
-        noisy = [self.rng.random() < self.noise for _ in range(k)]
+        rng = random.Random(f"{self.seed}|{k}|{query}")
+        noisy = [rng.random() < self.noise for _ in range(k)]
         kinds = ", ".join(f"{i} {'noisy' if n else 'useful'}" for i, n in enumerate(noisy, 1))
         task = current_task.get() if self.answer_hint else None
         answers = gold_answers(task) if task is not None else None
@@ -126,18 +132,16 @@ class SimulatedSearch:
         for rank, entry in enumerate(entries[:k], 1):
             title, snippet = str(entry.get("title", "")), str(entry.get("snippet", ""))
             url = str(entry.get("url") or "") or None
-            rid = url or "sim-" + hashlib.sha256(f"{query}|{rank}|{title}".encode()).hexdigest()[:12]
             text = str(entry.get("content") or snippet)
-            self.pages[rid] = Document(id=rid, title=title, text=text, url=url)
-            score = round(1 / rank, 4)
-            results.append(SearchResult(id=rid, title=title, snippet=snippet, score=score, url=url))
+            written = json.dumps([url, title, snippet, text], ensure_ascii=False)
+            rid = "sim-" + hashlib.sha256(written.encode()).hexdigest()[:16]
+            results.append(SearchResult(id=rid, title=title, snippet=snippet, score=round(1 / rank, 4),
+                                        url=url, content=text))
         return results
 
     async def open(self, id_or_url: str) -> Document:
-        page = self.pages.get(id_or_url.strip())
-        if page is None:
-            raise ToolError(f"no result {id_or_url!r} in this episode's searches: open takes a result's id")
-        return page
+        """Never finds a page: the pages are in the results, held by the episode that searched."""
+        raise ToolError(f"no result {id_or_url!r} in this episode's searches: open takes a result's id")
 
     async def close(self) -> None:
         return None

@@ -135,7 +135,26 @@ async def test_task_dependent_results_are_recorded_per_task(tmp_path: Path) -> N
         assert len(server.requests) == 2  # the same query, asked once per task
     assert [t.reward_components["em"] for t in recorded] == [1.0, 1.0]
     lines = [json.loads(line) for line in cache.read_text().splitlines()]
-    assert [(e["op"], e["request"]["task"]) for e in lines] == [("search", "q0"), ("open", "q0"),
-                                                                ("search", "q1"), ("open", "q1")]
+    # each page is recorded inside its search's results (opening it asks no backend): one URL, two pages
+    assert [(e["op"], e["request"]["task"]) for e in lines] == [("search", "q0"), ("search", "q1")]
+    assert [e["response"][0]["content"] for e in lines] == ["The answer is Ada.", "The answer is Grace."]
+    assert {e["response"][0]["url"] for e in lines} == {"https://sim.example/1"}
     replayed = await play(RecordReplay(None, cache, mode="replay"), same_question)
+    assert [stable(t) for t in replayed] == [stable(t) for t in recorded]
+
+
+async def test_a_recording_gives_each_episode_its_own_page_at_a_reused_url(tmp_path: Path) -> None:
+    """The writer puts every page at one URL; recorded and replayed, each episode still reads its own."""
+    from agentgym.envs.search.simulated import SimulatedSearch
+
+    from .test_simulated import same_url_writer
+
+    questions = [Task(id=f"q{i}", prompt=p, data={"answer": [f"useful page written for {p}"]})
+                 for i, p in enumerate(["Who won?", "Who lost?"])]
+    cache = tmp_path / "reused.jsonl"
+    with FakeOpenAI(same_url_writer) as server:
+        writer = SimulatedSearch("openai/w", api_base=server.base_url, api_key="k")
+        recorded = await play(RecordReplay(writer, cache, mode="auto"), questions)
+    replayed = await play(RecordReplay(None, cache, mode="replay"), questions)
+    assert [t.reward_components["em"] for t in recorded] == [1.0, 1.0]
     assert [stable(t) for t in replayed] == [stable(t) for t in recorded]
