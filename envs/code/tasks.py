@@ -2,7 +2,8 @@
 
 A task row has HumanEval's fields: ``task_id``, ``prompt`` (signature and docstring), ``test`` (a
 ``check(candidate)`` function), ``entry_point`` (the function's name) and, optionally,
-``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it).
+``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it). A task
+whose ``test`` cannot grade anything (no ``check``, or no test statement in it) is refused on load.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from agentgym.errors import DataError
 from agentgym.types import Task
+
+from .testplan import TaskError, plan
 
 REQUIRED_FIELDS = ("task_id", "prompt", "test", "entry_point")
 
@@ -46,6 +49,10 @@ def load_tasks(path: str | Path | None = None) -> list[Task]:
                 missing = [k for k in REQUIRED_FIELDS if k not in row]
                 if missing:
                     raise DataError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
+                try:
+                    plan(row["test"], row["entry_point"])
+                except TaskError as e:
+                    raise DataError(f"{path}:{lineno}: task {row['task_id']}: {e}") from None
                 tasks.append(Task(
                     id=row["task_id"],
                     prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",
