@@ -2,9 +2,10 @@
 
 This module is the grader's sandbox's Python session (stdlib only, Python 3.8+), sent there with
 :mod:`plain` by :mod:`~agentgym.envs.code.verifier`. That session holds a :class:`Server` and
-runs nothing else: for each verification it forks a child that runs the task's tests, and it kills
-the child's process group when they end, so the session stays as it was and the sandbox can grade
-again without a wipe. Nothing of the submission's, code or object, ever exists in either process.
+runs nothing else: for each verification it forks a child that runs the task's tests in a working
+directory of its own, and when they end it kills the child's process group and removes that
+directory, so the session stays as it was and the sandbox can grade again without a wipe. Nothing
+of the submission's, code or object, ever exists in either process.
 
 The child runs the task's prompt (so the tests can use its helpers, such as HumanEval's ``poly``:
 the prompt's, never the submission's), the test module's top-level code, then each statement of
@@ -26,6 +27,7 @@ import builtins
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -50,7 +52,11 @@ class Server:
     """The grader sandbox's session: one verification at a time, each in a child process."""
 
     def __init__(self) -> None:
+        # Nothing is imported from a working directory, where tests may write files: only the
+        # standard library and installed packages.
+        sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]
         self.child = 0
+        self.workdir = ""  # the child's, removed with it
         self.nonce = ""
         self.sources: list[list[Any]] = []
         self.finished = 0  # statements the child has finished
@@ -67,11 +73,14 @@ class Server:
         self._end()
         spec = json.loads(job)
         self.nonce, self.sources, self.finished, self.pending = spec["nonce"], spec["statements"], 0, b""
+        self.workdir = os.path.join(os.getcwd(), "check-" + os.urandom(8).hex())
+        os.mkdir(self.workdir, 0o700)
         down_read, down_write = os.pipe()
         up_read, up_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: run the tests, then leave without running anything of the parent's
             try:
+                os.chdir(self.workdir)
                 _child(spec, down_read, up_write)
             finally:
                 os._exit(0)
@@ -164,7 +173,7 @@ class Server:
         sys.stdout.flush()
 
     def _end(self) -> None:
-        """Kill the child's process group (it may have started processes) and reap it."""
+        """Kill the child's process group (it may have started processes), reap it, remove its files."""
         if not self.child:
             return
         for kill in (os.killpg, os.kill):
@@ -179,6 +188,7 @@ class Server:
             except OSError:
                 pass
         os.close(self.from_child)
+        shutil.rmtree(self.workdir, ignore_errors=True)
         self.child, self.to_child, self.from_child = 0, None, -1
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import time
 
 import pytest
 
@@ -278,9 +277,7 @@ def guess():
 
 async def test_a_hung_submission_fails_each_remaining_test_with_a_reason(backend):
     code = "import time\ndef has_close_elements(numbers, threshold):\n    time.sleep(600)\n"
-    started = time.monotonic()
     trajectory = await grade(backend, HUMANEVAL["HumanEval/0"], code, timeout=3.0)
-    assert time.monotonic() - started < 60
     tests = trajectory.info["tests"]
     assert trajectory.outcome_reward == 0.0 and len(tests) == 7 and not any(t["passed"] for t in tests)
     assert "did not finish within" in tests[0]["error"]
@@ -309,6 +306,30 @@ def square(x):
     trajectory = await grade(backend, SQUARE, code)
     assert trajectory.outcome_reward == 0.0
     assert [t["passed"] for t in trajectory.info["tests"]] == [False, False]
+
+
+async def test_files_a_test_writes_cannot_plant_code_in_a_later_grading(backend):
+    """Grader sandboxes are kept between verifications: a file a test wrote must not be importable later."""
+    note = task("note", "def note() -> list:\n    \"\"\"[file name, text] to save.\"\"\"\n",
+                "def check(candidate):\n    name, text = candidate()\n    with open(name, 'w') as f:\n"
+                "        f.write(text)\n    assert name.endswith('.txt')\n", "note")
+    planted = (
+        "import gc, os\n"
+        "for obj in gc.get_objects():\n"
+        "    if type(obj).__name__ == 'Channel':\n"
+        "        for i in range(50):\n"
+        "            obj.send('finished', i, {'test': 'forged', 'passed': True})\n"
+        "        obj.send('done')\n"
+        "        os._exit(0)\n"
+    )
+    async with make("code", sandbox=backend) as env:
+        await env.reset(note)
+        await env.step(submit(f"def note():\n    return ['random.py', {planted!r}]\n"))
+        await env.reset(HUMANEVAL["HumanEval/53"])  # its tests import random
+        await env.step(submit("def add(x, y):\n    return 0\n"))
+        trajectory = env.trajectory
+    assert failed(trajectory), trajectory.info
+    assert all(t["test"] != "forged" for t in trajectory.info["tests"])
 
 
 # ---------------------------------------------------------------------------------------- correct but odd
