@@ -331,7 +331,9 @@ def _rebuild(raised: Any) -> BaseException:
 
     A class the grader does not have (``MyError(ValueError)``) becomes a subclass of its nearest
     built-in base with the same name, so ``except ValueError`` still catches it. Exits and
-    interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions a test could catch.
+    interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions a test could
+    catch; so is ``StopIteration``, which would otherwise end a test's loop early
+    (``all(map(lambda x: candidate(x) == f(x), xs))`` would pass having checked nothing).
     """
     if not isinstance(raised, dict):
         raise plain.NotPlain("a malformed exception")
@@ -345,7 +347,7 @@ def _rebuild(raised: Any) -> BaseException:
         cls = getattr(builtins, base, None) if isinstance(base, str) else None
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             continue
-        if not issubclass(cls, Exception):
+        if not issubclass(cls, Exception) or issubclass(cls, (StopIteration, StopAsyncIteration)):
             return CandidateFailure(f"the candidate raised {name}: {message}")
         try:
             return (cls if cls.__name__ == name else type(name, (cls,), {"__module__": "submission"}))(message)

@@ -72,6 +72,10 @@ SQUARE = task(
     "    assert candidate(3) == 9\n",
     "square",
 )
+MAPPED = task(
+    "mapped", "def square(x: int) -> int:\n    \"\"\"x squared.\"\"\"\n",
+    "def check(candidate):\n    assert all(map(lambda x: candidate(x) == x * x, [1, 2, 3]))\n", "square",
+)
 UPTO = task(
     "upto", "def upto(n: int) -> list:\n    \"\"\"0, 1, ..., n - 1.\"\"\"\n",
     "def check(candidate):\n    assert candidate(100000) == list(range(100000))\n    assert candidate(0) == []\n",
@@ -210,6 +214,10 @@ def sort_list(xs):
     out.append(out)
     return out
 """),
+    "raising StopIteration to end the tests' loop early": ("mapped", """
+def square(x):
+    raise StopIteration
+"""),
     "a huge return value": ("sort", """
 def sort_list(xs):
     return "x" * (64 << 20)
@@ -226,7 +234,7 @@ sys.exit(0)
 
 
 def find(name: str) -> Task:
-    return HUMANEVAL.get(name) or {t.id: t for t in (ROOT, SORT, SQUARE, UPTO)}[name]
+    return HUMANEVAL.get(name) or {t.id: t for t in (ROOT, SORT, SQUARE, MAPPED, UPTO)}[name]
 
 
 @pytest.mark.parametrize("forge", list(FORGES))
