@@ -3,10 +3,11 @@
 ``import agentgym`` is cheap: Docker, litellm and TRL are imported only where they are used.
 """
 
-from agentgym.env import Env, ToolResult
+from agentgym.env import Env, Feedback, Responder, ToolResult
 from agentgym.errors import AgentgymError, EnvError, PolicyError, SandboxError, ToolError
 from agentgym.policies.base import Policy, Reply
 from agentgym.registry import make, register, registered
+from agentgym.rewards.verifier import Episode
 from agentgym.tools import tool
 from agentgym.types import (
     Message,
@@ -26,10 +27,13 @@ __all__ = [
     "AgentgymError",
     "Env",
     "EnvError",
+    "Episode",
+    "Feedback",
     "Message",
     "Policy",
     "PolicyError",
     "Reply",
+    "Responder",
     "Reward",
     "SandboxError",
     "StepResult",

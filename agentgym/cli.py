@@ -7,25 +7,62 @@ import asyncio
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
-from agentgym.errors import AgentgymError
+from agentgym.errors import AgentgymError, EnvError
+
+
+def _import_modules(names: list[str]) -> None:
+    """Import ``--import`` modules (which may register envs), and let ``module:Class`` specs name local code.
+
+    The working directory goes on ``sys.path`` first, as ``python -m`` would put it, so that
+    ``agentgym eval mypkg.envs:MyEnv`` finds ``mypkg`` in the directory it is run from.
+    """
+    import importlib
+    import os
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise AgentgymError(f"--import {name}: {e}") from e
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
-    from agentgym.registry import env_class, registered
+    from agentgym.registry import aliases, env_class, registered
 
+    _import_modules(args.imports)
+    short: dict[str, list[str]] = {}
+    for alias, env_id in aliases().items():
+        short.setdefault(env_id, []).append(alias)
     for env_id in registered():
         try:
             cls = env_class(env_id)
         except AgentgymError as e:
-            print(f"{env_id:<12} (cannot load: {e})")
+            print(f"{env_id:<20} (cannot load: {e})")
             continue
         doc = (cls.__doc__ or "").strip().splitlines()
-        tools = ", ".join(cls._tools)
+        tools = ", ".join(spec.name for spec in cls.tool_specs())
         scripted = ", ".join(cls.scripted_policies())
-        print(f"{env_id:<12} {doc[0] if doc else ''}")
-        print(f"{'':<12} tools: {tools}; scripted policies: {scripted or 'none'}")
+        also = f" (alias: {', '.join(short[env_id])})" if env_id in short else ""
+        print(f"{env_id:<20} {doc[0] if doc else ''}{also}")
+        print(f"{'':<20} tools: {tools}; scripted policies: {scripted or 'none'}")
     return 0
+
+
+SANDBOXES = ("auto", "docker", "local")
+
+EVAL_EXIT_STATUS = """\
+exit status:
+  0    the run finished; some episodes may have failed (the summary counts them)
+  1    the run failed: every episode ended in error, or it stopped early on an error that no episode
+       could get past (a refused API key); finished episodes are kept, rerun with --resume once fixed
+  2    nothing was run: a bad option, task file or --out, --resume into another run's file, missing
+       credentials or an unknown model, or no sandbox could start
+  130  interrupted (Ctrl-C); finished episodes are kept, rerun with --resume
+"""
 
 
 def _default_out(env_id: str, model: str) -> Path:
@@ -33,39 +70,57 @@ def _default_out(env_id: str, model: str) -> Path:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agentgym.evaluation import evaluate
+    from agentgym.evaluation import RunStopped, evaluate
     from agentgym.policies import load_policy
+    from agentgym.policies.litellm import UnknownModel
     from agentgym.registry import env_class
 
+    _import_modules(args.imports)
     cls = env_class(args.env)
+    env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
+    if args.max_turns is not None:
+        env_kwargs["max_turns"] = args.max_turns
+    env_kwargs.update(dict(args.env_arg))
+    backend = env_kwargs["sandbox_backend"]
+    if backend not in SANDBOXES:
+        raise EnvError(f"--env-arg sandbox_backend={backend!r}: use one of {', '.join(SANDBOXES)}")
     options = {"api_base": args.api_base, "temperature": args.temperature, "max_tokens": args.max_tokens,
                "timeout": args.request_timeout, "concurrency": args.concurrency}
     policy = load_policy(args.model, cls, **{k: v for k, v in options.items() if v is not None})
-    env_kwargs: dict[str, object] = {"sandbox": args.sandbox}
-    if args.max_turns is not None:
-        env_kwargs["max_turns"] = args.max_turns
-    if args.tasks is not None:
-        env_kwargs["tasks_path"] = args.tasks
-    env_kwargs.update(dict(args.env_arg))
-    out = Path(args.out) if args.out else _default_out(args.env, args.model)
+    tasks = cls.load_tasks(args.tasks) if args.tasks is not None else None
+    if args.out:
+        out = Path(args.out)
+    else:
+        out = _default_out(args.env, args.model)
+        out.parent.mkdir(exist_ok=True)
 
     async def run() -> int:
         from agentgym.sandboxes import shutdown_pools
 
         try:
             summary, _ = await evaluate(
-                args.env, policy, limit=args.limit, samples=args.samples, seed=args.seed,
-                concurrency=args.concurrency, out=out, resume=args.resume, turn_timeout=args.turn_timeout,
-                episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
+                args.env, policy, tasks=tasks, limit=args.limit, samples=args.samples, seed=args.seed,
+                concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
+                turn_timeout=args.turn_timeout, episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
             )
         finally:
             await shutdown_pools()
         print(summary.table())
         print(f"trajectories: {out}\nsummary:      {out.with_suffix('.summary.json')}")
+        if summary.episodes and summary.outcomes.get("error", 0) == summary.episodes:
+            reason = next(iter(summary.failures), "see the trajectories")
+            print(f"agentgym: error: every episode failed: {reason}", file=sys.stderr)
+            return 1
         return 0
 
     try:
         return asyncio.run(run())
+    except UnknownModel as e:
+        scripted = ", ".join(cls.scripted_policies())
+        raise UnknownModel(f"{e}; or a scripted policy of {args.env}: {scripted}" if scripted else str(e)) from e
+    except RunStopped as e:
+        print(f"agentgym: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished episodes are in {out}; rerun with --resume to continue", file=sys.stderr)
         return 130
@@ -97,34 +152,60 @@ def _env_arg(text: str) -> tuple[str, object]:
         return key, value
 
 
+def _at_least_one(kind: type[int] | type[float]) -> Any:
+    """An argparse type for a count or a duration: a number, and above zero."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value < 1 if kind is int else value <= 0:
+            raise argparse.ArgumentTypeError(f"must be {'at least 1' if kind is int else 'above 0'}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentgym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("envs", help="list registered environments").set_defaults(func=_cmd_envs)
+    imports = argparse.ArgumentParser(add_help=False)
+    imports.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                         help="import MODULE first, e.g. one that calls agentgym.register (repeatable)")
 
-    ev = sub.add_parser("eval", help="evaluate a model (or a scripted policy) on an environment")
-    ev.add_argument("env", help="environment id, e.g. code")
+    sub.add_parser("envs", parents=[imports], help="list registered environments").set_defaults(func=_cmd_envs)
+
+    ev = sub.add_parser("eval", parents=[imports], help="evaluate a model (or a scripted policy) on an environment",
+                        epilog=EVAL_EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    count, seconds = _at_least_one(int), _at_least_one(float)
+    ev.add_argument("env", help="an environment id (agentgym/code-v0), an alias (code), or module.path:ClassName")
     ev.add_argument("--model", required=True,
                     help="a litellm model string (openai/gpt-4o-mini, anthropic/...), or a scripted policy the "
                          "env ships (reference, baseline)")
-    ev.add_argument("--limit", type=int, help="only the first N tasks")
-    ev.add_argument("--samples", type=int, default=1, help="episodes per task (reports pass@k)")
+    ev.add_argument("--limit", type=count, help="only the first N tasks")
+    ev.add_argument("--samples", type=count, default=1, help="episodes per task (reports pass@k)")
     ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--concurrency", type=int, default=8, help="episodes (and model calls) in flight")
-    ev.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"])
-    ev.add_argument("--tasks", help="a JSONL file of tasks in the env's format")
-    ev.add_argument("--max-turns", type=int)
+    ev.add_argument("--concurrency", type=count, default=8, help="episodes (and model calls) in flight")
+    ev.add_argument("--sandbox", default="auto", choices=SANDBOXES)
+    ev.add_argument("--tasks", help="a task file in the env's format (read by the env's load_tasks)")
+    ev.add_argument("--max-turns", type=count)
     ev.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",
                     help="a keyword argument for the environment (repeatable), e.g. split=nyt")
-    ev.add_argument("--out", help="trajectories JSONL (default runs/ENV__MODEL.jsonl)")
-    ev.add_argument("--resume", action="store_true", help="keep finished episodes in --out, play the rest")
-    ev.add_argument("--turn-timeout", type=float, default=600.0, help="seconds for one turn")
-    ev.add_argument("--episode-timeout", type=float, default=3600.0, help="seconds for one episode")
+    ev.add_argument("--out", help="trajectories JSONL, in an existing directory (default runs/ENV__MODEL.jsonl); "
+                                  "the run record and summary go beside it (.run.json, .summary.json)")
+    again = ev.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="keep finished episodes in --out, play the rest (only into a file of the same run)")
+    again.add_argument("--overwrite", action="store_true", help="replace the trajectories --out holds")
+    ev.add_argument("--turn-timeout", type=seconds, default=600.0, help="seconds for one turn")
+    ev.add_argument("--episode-timeout", type=seconds, default=3600.0, help="seconds for one episode")
     ev.add_argument("--api-base", help="endpoint for the model's provider (an OpenAI-compatible server)")
     ev.add_argument("--temperature", type=float)
-    ev.add_argument("--max-tokens", type=int)
-    ev.add_argument("--request-timeout", type=float, help="seconds to wait for one model response")
+    ev.add_argument("--max-tokens", type=count)
+    ev.add_argument("--request-timeout", type=seconds, help="seconds to wait for one model response")
     ev.set_defaults(func=_cmd_eval)
 
     data = sub.add_parser("data", help="download and cache the data sets environments use")

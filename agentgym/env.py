@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from agentgym.errors import EnvError, ToolError
 from agentgym.parsing import ParsedCall, parse_tool_calls
+from agentgym.rewards.verifier import Episode, ScoreFn, Verifier, VerifierLike, as_verifier
 from agentgym.tools import ToolFunction, collect_tools
-from agentgym.types import Message, Reward, StepResult, Task, ToolErrorKind, ToolSpec, Trajectory, Turn
+from agentgym.types import Message, Reward, StepResult, Task, ToolErrorKind, ToolSpec, Trajectory, Turn, Usage
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
@@ -27,74 +30,141 @@ class ToolResult:
         self.info = info or {}
 
 
+class Responder(Protocol):
+    """Answers the model's plain-text reply with a turn of the env's own: a simulated user, for one.
+
+    Returning messages (``user`` messages, usually) continues the episode with them as the
+    observation; returning ``None`` lets the reply end the episode as it would without a responder.
+    """
+
+    async def respond(self, env: Env, text: str) -> list[Message] | None: ...
+
+
+class Feedback(Protocol):
+    """Answers a final answer, given its score: returning messages gives the model another try.
+
+    ``None`` ends the episode with that score. ``env.trajectory.attempts`` holds the score of every
+    final answer so far, the current one last.
+    """
+
+    async def review(self, env: Env, reward: Reward) -> list[Message] | None: ...
+
+
 class Env:
     """An episode in which a model speaks in chat messages and acts by calling tools.
 
     The loop, seen from a policy or a trainer::
 
-        async with agentgym.make("code") as env:
+        async with agentgym.make("agentgym/code-v0") as env:
             messages = await env.reset(task)            # opening messages: system + user
             while True:
-                action = await policy.act(messages, env.tools)
-                result = await env.step(action)         # StepResult
-                messages += [action, *result.observation]
+                reply = await policy.act(messages, env.tools, task=task)
+                result = await env.step(reply.message)  # StepResult
+                messages += [reply.message, *result.observation]
                 if result.terminated or result.truncated:
                     break
 
     ``reset(task, seed=...)`` starts an episode and returns the opening messages. ``step(action)``
     takes one assistant message, runs each of its tool calls, and returns a :class:`StepResult`: one
-    ``tool`` message per call as the observation, the turn's reward, ``terminated`` when a final tool
-    was called (or the model answered in plain text, if :attr:`text_ends_episode`), ``truncated`` when
-    :attr:`max_turns` ran out first. When an episode ends, :meth:`score` gives the outcome reward, which
-    is added to that last step's reward; ``info["reward"]`` holds its components.
+    ``tool`` message per call as the observation, the turn's reward, ``terminated`` when the model gave
+    its final answer (a final tool, or a plain-text reply if :attr:`text_ends_episode`), ``truncated``
+    when :attr:`max_turns` ran out first. When an episode ends, the env's :attr:`verifier` scores it
+    (:meth:`score`); the outcome reward is added to that last step's reward and ``info["reward"]``
+    holds its components.
 
-    Writing an environment means subclassing once: write tools as typed async methods marked with
-    :func:`~agentgym.tools.tool` (the docstring is what the model reads), mark the one that ends the
-    episode ``final=True``, and override :meth:`score`. Set :attr:`sandbox_image` and the base class
-    takes a sandbox from the warm pool on ``reset`` (``self.sandbox``) and returns it on the next reset
-    or ``close``.
+    Writing an environment means subclassing once (``docs/writing-envs.md`` walks through it):
 
-    Bad model output never raises: malformed JSON, an unknown tool, arguments that fail the schema, and
-    a :class:`~agentgym.errors.ToolError` raised by a tool all become ``tool`` messages that say what was
-    wrong, and are counted in ``trajectory.turns[i].tool_errors`` by kind. Anything else a tool raises
-    (a crashed sandbox) propagates: the rollout runner records it as a failed episode with its reason.
+    - tools are typed methods marked with :func:`~agentgym.tools.tool` (``async def``, or ``def`` to
+      run in a thread); the docstring is what the model reads; the one that ends the episode is
+      ``final=True`` and its result (or what it sets as ``self.final_answer``) is the final answer;
+    - ``verifier`` declares how an episode is scored: a function of the :class:`~agentgym.rewards.Episode`
+      (task, trajectory, final answer, and the :meth:`final_state` the env exposes), a
+      :class:`~agentgym.rewards.Rubric`, or an :class:`~agentgym.rewards.LLMJudge`. ``score`` is not
+      overridden: one contract scores every episode, whoever drives the env;
+    - :meth:`tasks` lists built-in tasks, :meth:`load_tasks` reads a task file, and
+      :meth:`scripted_policies` names a ``reference`` (and a ``baseline``) policy;
+    - :meth:`respond` answers a plain-text reply with a turn of the env's own (a simulated user), and
+      :meth:`review` may give the model another try after a final answer (see ``agentgym.wrappers``).
+
+    Set :attr:`sandbox_image` and the base class takes a sandbox from ``sandbox_backend`` on ``reset``
+    (``self.sandbox``, the live one) and returns it on the next reset or ``close``.
+
+    Bad model output never raises: malformed JSON, an unknown tool, arguments that fail the schema, a
+    :class:`~agentgym.errors.ToolError` raised by a tool, and any exception type listed in
+    :attr:`model_errors` all become ``tool`` messages that say what was wrong, and are counted in
+    ``trajectory.turns[i].tool_errors`` by kind. Anything else a tool raises (a crashed sandbox)
+    propagates: the rollout runner records it as a failed episode with its reason.
 
     ``close()`` may be called any number of times; later calls do nothing.
 
     Attributes:
-        id: The registered name, e.g. ``"code"``; set by :func:`~agentgym.registry.register`.
+        id: The registered id, e.g. ``"agentgym/code-v0"``; set by :func:`~agentgym.registry.make`.
         max_turns: Steps before the episode is truncated.
-        text_ends_episode: An assistant message with no tool call ends the episode and its text is
-            taken as the final answer. When false, the model is told to call a tool instead.
+        text_ends_episode: An assistant message with no tool call (that :meth:`respond` does not
+            answer) ends the episode and its text is the final answer. When false, the model is
+            told to call a tool instead.
         sandbox_image: Name of the sandbox image this env needs, or ``None`` for no sandbox.
+        model_errors: Exception types a tool raises when the *model* erred (tau2's tools raise
+            ``ValueError`` for a wrong id): they go back to the model as tool errors instead of
+            crashing the episode. :class:`~agentgym.errors.ToolError` always does.
+        verifier: Scores a finished episode; ``None`` scores 0. A plain function set in the class body
+            is called with the episode only (it is not a method).
     """
 
     id: ClassVar[str] = ""
     max_turns: ClassVar[int] = 10
     text_ends_episode: ClassVar[bool] = True
     sandbox_image: ClassVar[str | None] = None
+    model_errors: ClassVar[tuple[type[Exception], ...]] = ()
+    verifier: ClassVar[Verifier | ScoreFn | None] = None  # spelled out: mypy binds self through the alias
     _tools: ClassVar[dict[str, ToolFunction]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._tools = collect_tools(cls)
+        cls._tools = collect_tools(cls, reserved=RESERVED_NAMES)
+        if "score" in vars(cls):
+            raise TypeError(
+                f"{cls.__name__} overrides Env.score(); declare the env's verifier instead "
+                "(verifier = a function of the Episode, a Rubric or an LLMJudge)"
+            )
+        verifier = vars(cls).get("verifier")
+        if inspect.isfunction(verifier) and next(iter(inspect.signature(verifier).parameters), None) == "self":
+            raise TypeError(f"{cls.__name__}.verifier is called with the Episode only, not as a method: "
+                            "drop `self` (episode.env is the env, episode.state its final_state())")
 
-    def __init__(self, *, max_turns: int | None = None, sandbox: Any = "auto") -> None:
-        """
+    def __init__(
+        self,
+        *,
+        max_turns: int | None = None,
+        sandbox_backend: Any = "auto",
+        verifier: VerifierLike | None = None,
+        user: Responder | None = None,
+        feedback: Feedback | None = None,
+    ) -> None:
+        """Every env accepts these keyword arguments; a subclass adds its own and passes ``**kwargs`` on.
+
         Args:
             max_turns: Override the class's turn limit.
-            sandbox: ``"docker"``, ``"local"``, ``"auto"`` (Docker when a daemon answers, else local),
-                or a provider object with ``async acquire()`` (e.g. a ``SandboxPool``).
+            sandbox_backend: Where sandboxes come from: ``"docker"``, ``"local"``, ``"auto"`` (Docker
+                when an engine answers, else local), or a provider with ``async acquire()`` (e.g. a
+                ``SandboxPool``). Ignored by envs without a :attr:`sandbox_image`. The live sandbox of
+                the current episode is ``self.sandbox``.
+            verifier: Score episodes with this instead of the class's :attr:`verifier`.
+            user: Answers plain-text replies (a :class:`~agentgym.users.SimulatedUser`), see :meth:`respond`.
+            feedback: Reviews final answers (:class:`~agentgym.wrappers.TryAgain`,
+                :class:`~agentgym.wrappers.LanguageFeedback`), see :meth:`review`.
         """
         if max_turns is not None:
             if max_turns < 1:
                 raise EnvError("max_turns must be at least 1")
             self.max_turns = max_turns  # type: ignore[misc]
-        self.sandbox_backend = sandbox
+        self.sandbox_backend = sandbox_backend
         self.sandbox: Any = None
+        self._verifier = verifier
+        self.user = user
+        self.feedback = feedback
         self.task: Task | None = None
         self.trajectory: Trajectory | None = None
-        self.final_answer: str | None = None
         self.rng = random.Random()
         self._done = False
         self._closed = False
@@ -106,10 +176,26 @@ class Env:
         """Whether the current episode has ended (terminated or truncated); ``step()`` now raises."""
         return self._done
 
+    @classmethod
+    def tool_specs(cls) -> list[ToolSpec]:
+        """The tools the model may call, as OpenAI function specs (no instance needed)."""
+        return [t.spec for t in cls._tools.values()]
+
     @property
     def tools(self) -> list[ToolSpec]:
         """The tools the model may call, as OpenAI function specs."""
-        return [t.spec for t in self._tools.values()]
+        return self.tool_specs()
+
+    @property
+    def final_answer(self) -> str | None:
+        """The current episode's final answer (``trajectory.final_answer``); a final tool may set it."""
+        return self.trajectory.final_answer if self.trajectory is not None else None
+
+    @final_answer.setter
+    def final_answer(self, value: str | None) -> None:
+        if self.trajectory is None:
+            raise EnvError("final_answer set before reset()")
+        self.trajectory.final_answer = value
 
     async def reset(self, task: Task | None = None, *, seed: int | None = None) -> list[Message]:
         """Start an episode on ``task`` (or one drawn from :meth:`tasks` with ``seed``); return the opening messages."""
@@ -123,32 +209,41 @@ class Env:
                 raise EnvError(f"{type(self).__name__} has no built-in tasks: pass a Task to reset()")
             task = self.rng.choice(pool)
         await self.release_sandbox()
-        self.task, self.final_answer, self._done = task, None, False
+        self.task, self._done = task, False
+        self.trajectory = Trajectory(task_id=task.id, env=self.id or type(self).__name__, seed=seed)
         if self.sandbox_image is not None:
-            from agentgym.sandboxes import acquire
-
-            self.sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image)
-            self._sandbox_started = time.monotonic()
+            await self._acquire_sandbox()
         await self.setup(task)
         messages = self.opening_messages(task)
-        self.trajectory = Trajectory(task_id=task.id, env=self.id or type(self).__name__, seed=seed, messages=messages)
+        self.trajectory.messages = messages
         return list(messages)
 
-    async def step(self, action: Message) -> StepResult:
-        """Run one assistant message's tool calls and answer them."""
+    async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
+        """Run one assistant message's tool calls and answer them.
+
+        ``action`` is a :class:`~agentgym.types.Message`, or the same in OpenAI's format: a dict, or
+        the message object the OpenAI SDK returns.
+        """
         if self.trajectory is None or self.task is None:
             raise EnvError("step() called before reset()")
+        try:
+            action = Message.coerce(action)
+        except ValueError as e:
+            raise EnvError(f"step() needs an assistant message: {e}") from e
         if self._done:
             raise EnvError("step() called after the episode ended; call reset()")
         started = time.monotonic()
         turn = Turn(action=action)
         self.trajectory.turns.append(turn)
         calls = parse_tool_calls(action) if action.role == "assistant" else []
-        terminated = False
+        answered = False
         if not calls:
-            if self.text_ends_episode:
+            reply = await self.respond(action.text)
+            if reply:
+                turn.observation.extend(reply)
+            elif self.text_ends_episode:
                 self.final_answer = self.answer_from_text(action.text)
-                terminated = True
+                answered = True
             else:
                 turn.tool_errors.append("no_tool_call")
                 names = ", ".join(self._tools)
@@ -157,13 +252,14 @@ class Env:
             message, final = await self._run_call(call, turn)
             turn.observation.append(message)
             if final:
-                terminated = True
+                answered = True
                 break
-        truncated = not terminated and len(self.trajectory.turns) >= self.max_turns
-        info: dict[str, Any] = {}
         self.trajectory.reward += turn.reward
-        if terminated or truncated:
-            info["reward"] = (await self.end("terminated" if terminated else "truncated")).model_dump()
+        info: dict[str, Any] = {}
+        terminated = answered and not await self._another_try(turn, info)
+        truncated = not terminated and len(self.trajectory.turns) >= self.max_turns
+        if truncated:
+            info["reward"] = (await self.end("truncated")).model_dump()
         turn.env_seconds = time.monotonic() - started
         if turn.tool_errors:
             info["tool_errors"] = list(turn.tool_errors)
@@ -173,7 +269,7 @@ class Env:
         )
 
     async def end(self, outcome: Literal["terminated", "truncated"] = "truncated") -> Reward:
-        """End the current episode now and score it as it stands; ``step`` calls this when an episode ends.
+        """End the current episode now and score it as it stands; ``step`` calls this when turns run out.
 
         A driver that stops an episode early (a trainer out of tokens, a model that answered in text
         the driver keeps) calls it to get the outcome reward all the same. The reward is added to the
@@ -184,16 +280,21 @@ class Env:
         if self._done:
             raise EnvError("the episode has already ended")
         self._done = True
-        reward = await self.score()
-        trajectory = self.trajectory
-        trajectory.outcome_reward = reward.value
-        trajectory.reward_components = dict(reward.components)
-        trajectory.info.update(reward.info)
-        trajectory.reward += reward.value
-        if trajectory.turns:
-            trajectory.turns[-1].reward += reward.value
-        trajectory.outcome = outcome
-        return reward
+        return self._record_outcome(await self.score(), outcome)
+
+    async def score(self) -> Reward:
+        """Run the env's :attr:`verifier` on the episode as it stands; 0 when the env declares none.
+
+        The verifier gets an :class:`~agentgym.rewards.Episode`: the task, the trajectory (with its
+        final answer), this env's :meth:`final_state`, and the env itself.
+        """
+        if self.trajectory is None or self.task is None:
+            raise EnvError("score() called before reset()")
+        verifier = self._verifier if self._verifier is not None else type(self).verifier  # a function stays unbound
+        if verifier is None:
+            return Reward(value=0.0)
+        episode = Episode(task=self.task, trajectory=self.trajectory, state=await self.final_state(), env=self)
+        return await as_verifier(verifier).score(episode)
 
     async def close(self) -> None:
         """Release the sandbox and anything :meth:`teardown` frees; safe to call twice."""
@@ -211,10 +312,25 @@ class Env:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def record_usage(self, role: str, usage: Usage) -> None:
+        """Count a model call made on the env's side (``"user"``, ``"feedback"``, ...) in ``trajectory.usage_by_role``.
+
+        The policy's own usage is recorded per turn by the runner; this keeps the two apart, so an
+        evaluation summary can say what the simulated user cost next to what the agent cost.
+        """
+        if self.trajectory is None:
+            raise EnvError("record_usage() called before reset()")
+        self.trajectory.usage_by_role[role] = self.trajectory.usage_by_role.get(role, Usage()) + usage
+
     # ----------------------------------------------------------------- hooks for subclasses
     def tasks(self) -> Sequence[Task]:
-        """Built-in tasks, used when ``reset()`` gets none."""
+        """Built-in tasks, used when ``reset()`` gets none and by ``agentgym eval`` without ``--tasks``."""
         return []
+
+    @classmethod
+    def load_tasks(cls, path: str | Path) -> list[Task]:
+        """Tasks from a file in this env's format (``agentgym eval --tasks PATH``); envs that read files override it."""
+        raise EnvError(f"{cls.__name__} reads no task files: it plays its built-in tasks, or Tasks passed to reset()")
 
     def opening_messages(self, task: Task) -> list[Message]:
         """The system and user messages an episode starts with."""
@@ -234,7 +350,8 @@ class Env:
         """Named scripted policies for this env, e.g. ``{"reference": ..., "baseline": ...}``.
 
         ``agentgym eval ENV --model reference`` looks here before treating the name as a litellm model,
-        so every environment can ship a no-key end-to-end check of itself.
+        so every environment can ship a no-key end-to-end check of itself; ``agentgym.testing.check_env``
+        requires ``reference`` to beat ``baseline``.
         """
         return {}
 
@@ -243,16 +360,64 @@ class Env:
         return text
 
     async def setup(self, task: Task) -> None:
-        """Prepare ``task`` after the sandbox is acquired (copy files in, start services)."""
+        """Prepare ``task`` after the sandbox is acquired (copy files in, start services, build a DB)."""
 
     async def teardown(self) -> None:
         """Free what :meth:`setup` made; called by ``close()``."""
 
-    async def score(self) -> Reward:
-        """The outcome reward of the finished episode; 0 unless a subclass says otherwise."""
-        return Reward(value=0.0)
+    async def final_state(self) -> Any:
+        """What the verifier may see of the world when the episode ends (``Episode.state``).
+
+        A snapshot of what the model changed, e.g. a copy of a database, a repository diff read from
+        the sandbox, a page. Called once per scoring, before the verifier runs; ``None`` by default.
+        """
+        return None
+
+    async def respond(self, text: str) -> list[Message] | None:
+        """The env's answer to a plain-text reply: messages continue the episode, ``None`` does not answer.
+
+        By default the constructor's ``user`` (a simulated user) answers, if there is one.
+        """
+        return await self.user.respond(self, text) if self.user is not None else None
+
+    async def review(self, reward: Reward) -> list[Message] | None:
+        """After a final answer scored ``reward``: messages give the model another try, ``None`` ends the episode.
+
+        By default the constructor's ``feedback`` (``TryAgain``, ``LanguageFeedback``) decides. It is not
+        asked when the turn limit has been reached.
+        """
+        return await self.feedback.review(self, reward) if self.feedback is not None else None
 
     # ----------------------------------------------------------------- internals
+    async def _another_try(self, turn: Turn, info: dict[str, Any]) -> bool:
+        """Score a final answer; end the episode with it, or continue if :meth:`review` answers."""
+        assert self.trajectory is not None
+        self._done = True
+        reward = await self.score()
+        self.trajectory.attempts.append(reward.value)
+        more = await self.review(reward) if len(self.trajectory.turns) < self.max_turns else None
+        if not more:
+            info["reward"] = self._record_outcome(reward, "terminated").model_dump()
+            return False
+        self._done = False
+        turn.observation.extend(more)
+        info["attempt_reward"] = reward.value
+        if self.sandbox_image is not None and self.sandbox is None:
+            await self._acquire_sandbox()  # the verifier's final_state may have given it back
+        return True
+
+    def _record_outcome(self, reward: Reward, outcome: Literal["terminated", "truncated"]) -> Reward:
+        trajectory = self.trajectory
+        assert trajectory is not None
+        trajectory.outcome_reward = reward.value
+        trajectory.reward_components = dict(reward.components)
+        trajectory.info.update(reward.info)
+        trajectory.reward += reward.value
+        if trajectory.turns:
+            trajectory.turns[-1].reward += reward.value
+        trajectory.outcome = outcome
+        return reward
+
     async def _run_call(self, call: ParsedCall, turn: Turn) -> tuple[Message, bool]:
         def error(kind: ToolErrorKind, text: str) -> tuple[Message, bool]:
             turn.tool_errors.append(kind)
@@ -267,18 +432,33 @@ class Env:
             arguments = fn.validate(call.arguments)
         except ValueError as e:
             return error("invalid_arguments", f"invalid arguments for {call.name}: {e}")
+        previous = self.final_answer
+        if fn.final:
+            self.final_answer = None  # a final tool sets the answer, or its result is the answer
         try:
-            result = await fn.fn(self, **arguments)
+            try:
+                result = await fn.call(self, arguments)
+            except BaseException:
+                self.final_answer = previous  # a final tool that failed gave no answer
+                raise
         except ToolError as e:
             return error("tool_raised", str(e))
+        except self.model_errors as e:
+            return error("tool_raised", f"{type(e).__name__}: {e}")
         content: Any = result
         if isinstance(result, ToolResult):
             content = result.content
             turn.reward += result.reward
             turn.info.update(result.info)
-        if fn.final:
-            self.final_answer = self.final_answer if self.final_answer is not None else str(content)
+        if fn.final and self.final_answer is None:
+            self.final_answer = content if isinstance(content, str) else str(content)
         return Message(role="tool", tool_call_id=call.id, name=call.name, content=content), fn.final
+
+    async def _acquire_sandbox(self) -> None:
+        from agentgym.sandboxes import acquire
+
+        self.sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image or "python")
+        self._sandbox_started = time.monotonic()
 
     async def release_sandbox(self) -> None:
         """Give the episode's sandbox back now rather than at the next reset or close.
@@ -292,3 +472,10 @@ class Env:
         if self.trajectory is not None:
             self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
         await sandbox.close()
+
+
+RESERVED_NAMES = frozenset(
+    {name for name in dir(Env) if not name.startswith("_")}
+    | {"task", "trajectory", "rng", "sandbox", "sandbox_backend", "user", "feedback"}
+)
+"""Names a tool may not take: the env's own members, which a tool method of that name would replace."""

@@ -6,7 +6,7 @@
     ├── SandboxError        a sandbox could not be created, died, or broke its protocol
     │   └── SandboxTimeout  a command or the sandbox's wall-time limit ran out
     ├── PolicyError         a policy could not produce an action (API error after retries)
-    └── DataError           task data is missing or malformed
+    └── DataError           task data or a run's files are missing, unusable or malformed
 
 ``ToolError`` goes back to the model as a tool observation; everything else ends the episode as a
 recorded failure with its reason, and never the batch.
@@ -34,8 +34,19 @@ class SandboxTimeout(SandboxError):
 
 
 class PolicyError(AgentgymError):
-    """A policy could not produce an action, even after retries."""
+    """A policy could not produce an action, even after retries.
+
+    Attributes:
+        retries: Retries spent on the call that failed; the episode's usage counts them.
+        fatal: No later call can succeed either (missing or refused credentials, an unknown model),
+            so a run should stop instead of failing every episode the same way.
+    """
+
+    def __init__(self, message: str, *, retries: int = 0, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.retries = retries
+        self.fatal = fatal
 
 
 class DataError(AgentgymError):
-    """Task data is missing, unreadable or malformed."""
+    """Task data, or a file a run reads or writes, is missing, unusable or malformed."""

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agentgym.env import Env
+from agentgym.errors import PolicyError
 from agentgym.policies.base import Policy
-from agentgym.types import Outcome, Task, Trajectory
+from agentgym.types import Outcome, Task, Trajectory, Usage
 
 EnvFactory = Callable[[], Env]
 
@@ -65,7 +66,8 @@ async def rollout(
                 return record("timeout", f"turn {_turns(env) + 1} took longer than {turn_timeout:g}s")
             assert env.trajectory is not None
             turn = env.trajectory.turns[-1]
-            turn.policy_seconds, turn.usage = policy_seconds, reply.usage
+            turn.policy_seconds = policy_seconds
+            turn.usage = turn.usage + reply.usage  # the policy's; env-side calls are in usage_by_role
             messages += [reply.message, *result.observation]
             if result.terminated or result.truncated:
                 return env.trajectory
@@ -84,6 +86,8 @@ async def rollout(
         raise
     except Exception as e:
         trajectory = record("error", f"{type(e).__name__}: {e}"[:2000])
+        if isinstance(e, PolicyError):
+            trajectory.failed_usage = trajectory.failed_usage + Usage(retries=e.retries)
     trajectory.policy = policy.name
     trajectory.seconds = time.monotonic() - started
     return trajectory
@@ -112,8 +116,8 @@ async def run_episode(
         current = asyncio.current_task()
         if current is not None:
             current.uncancel()
-        trajectory = env.trajectory if env.trajectory is not None and env.trajectory.task_id == task.id else None
-        trajectory = trajectory or Trajectory(task_id=task.id, env=env.id, policy=policy.name, seed=seed)
+        recorded = env.trajectory if env.trajectory is not None and env.trajectory.task_id == task.id else None
+        trajectory = recorded or Trajectory(task_id=task.id, env=env.id, policy=policy.name, seed=seed)
         trajectory.outcome, trajectory.failure = "cancelled", "cancelled (interrupted or shut down)"
     try:
         await env.close()

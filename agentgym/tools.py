@@ -4,10 +4,15 @@
 type hints (through pydantic), each parameter's description from the Google-style ``Args:`` section,
 and the tool's description from the docstring's text above it. A parameter with no type hint or no
 description is refused when the class is defined, not when a model first calls it.
+
+Tools may be ``async def`` (the usual case: they await a sandbox or a client) or plain ``def``: a
+plain one runs in a worker thread (``asyncio.to_thread``), so a blocking call inside it (a database,
+a file, a CPU-bound check) does not stall the other episodes on the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 from collections.abc import Callable
@@ -58,6 +63,9 @@ class ToolFunction:
         self.fn = fn
         self.name = name or fn.__name__
         self.final = final
+        self.is_async = inspect.iscoroutinefunction(fn)
+        if not self.name.isidentifier():
+            raise TypeError(f"tool name {self.name!r} is not an identifier: models and trainers call tools by name")
         description, arg_docs = parse_docstring(fn.__doc__ or "")
         if not description:
             raise TypeError(f"tool {self.name!r} needs a docstring: it is the description the model reads")
@@ -84,6 +92,12 @@ class ToolFunction:
         schema.setdefault("required", [])
         self.spec = ToolSpec(name=self.name, description=description, parameters=schema, final=final)
 
+    async def call(self, owner: Any, arguments: dict[str, Any]) -> Any:
+        """Run the tool on ``owner`` (the env) with validated ``arguments``; a sync tool runs in a thread."""
+        if self.is_async:
+            return await self.fn(owner, **arguments)
+        return await asyncio.to_thread(self.fn, owner, **arguments)
+
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Check arguments against the schema; raises ``ValueError`` with a message a model can act on."""
         try:
@@ -97,7 +111,7 @@ class ToolFunction:
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, final: bool = False) -> Any:
-    """Mark an async method as a tool the model may call.
+    """Mark a method as a tool the model may call (``async def``, or ``def`` to run it in a thread).
 
     Args:
         fn: The method (when used as a bare ``@tool``).
@@ -112,12 +126,26 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, final
     return mark(fn) if fn is not None else mark
 
 
-def collect_tools(cls: type) -> dict[str, ToolFunction]:
-    """All tools of a class and its bases, by the name the model sees, in definition order."""
+def collect_tools(cls: type, *, reserved: frozenset[str] = frozenset()) -> dict[str, ToolFunction]:
+    """All tools of a class and its bases (mixins included), by the name the model sees, in definition order.
+
+    A subclass's tool replaces a base's tool of the same name.
+
+    Raises:
+        TypeError: a tool's method name or model-facing name is in ``reserved`` (the env's own
+            members: a tool called ``close`` would replace ``Env.close``), naming the tool and class.
+    """
     found: dict[str, ToolFunction] = {}
     for klass in reversed(cls.__mro__):
-        for attr in vars(klass).values():
+        for attr_name, attr in vars(klass).items():
             spec = getattr(attr, "__agentgym_tool__", None)
-            if isinstance(spec, ToolFunction):
-                found[spec.name] = spec
+            if not isinstance(spec, ToolFunction):
+                continue
+            clash = next((n for n in (attr_name, spec.name) if n in reserved), None)
+            if clash is not None:
+                raise TypeError(
+                    f"{klass.__name__}: tool {spec.name!r} is named like the environment's own member {clash!r}, "
+                    "which it would replace; give the tool another name"
+                )
+            found[spec.name] = spec
     return found

@@ -8,12 +8,15 @@ vocabulary (``observation``, ``reward``, ``terminated``, ``truncated``, ``info``
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentgym.errors import DataError
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -98,10 +101,28 @@ class Message(BaseModel):
         return out
 
     @classmethod
+    def coerce(cls, value: Any) -> Message:
+        """A :class:`Message` from itself, an OpenAI-format dict, or an OpenAI SDK message object.
+
+        Raises:
+            ValueError: ``value`` is none of these, or not a valid message.
+        """
+        if isinstance(value, Message):
+            return value
+        if callable(getattr(value, "model_dump", None)):  # the OpenAI SDK's ChatCompletionMessage
+            value = value.model_dump()
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a Message or an OpenAI-format message dict, got {type(value).__name__}")
+        try:
+            return cls.from_openai(dict(value))
+        except ValidationError as e:
+            raise ValueError(_reason(e)) from e
+
+    @classmethod
     def from_openai(cls, data: dict[str, Any]) -> Message:
         calls = [ToolCall.from_openai(c) for c in data.get("tool_calls") or []]
         return cls(
-            role=data["role"],
+            role=data.get("role"),  # type: ignore[arg-type]  # validated: a missing role is refused
             content=data.get("content"),
             tool_calls=calls,
             tool_call_id=data.get("tool_call_id"),
@@ -220,6 +241,12 @@ class Trajectory(BaseModel):
     ``outcome`` says how the episode ended; ``failure`` says why, in words, when it did not end
     normally (an API error, a crashed sandbox, a timeout). ``reward`` is the episode's return: the
     sum of turn rewards plus the outcome reward the verifier gave.
+
+    ``final_answer`` is the answer the verifier grades: what the final tool set (or returned), or the
+    text of a reply that ended the episode. ``attempts`` holds the score of every final answer given,
+    in order: more than one when the env's feedback let the model try again. ``usage`` is what the
+    policy spent; model calls made on the env's side (a simulated user, a feedback model) are counted
+    apart in ``usage_by_role``.
     """
 
     task_id: str
@@ -231,15 +258,21 @@ class Trajectory(BaseModel):
     reward: float = 0.0
     outcome_reward: float = 0.0
     reward_components: dict[str, float] = Field(default_factory=dict)
+    final_answer: str | None = None
+    attempts: list[float] = Field(default_factory=list)
+    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
     outcome: Outcome = "terminated"
     failure: str | None = None
     seconds: float = 0.0
     sandbox_seconds: float = 0.0
+    failed_usage: Usage = Field(default_factory=Usage)
+    """What model calls that produced no turn cost: the retries of a call that failed after them."""
     info: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def usage(self) -> Usage:
-        total = Usage()
+        """What the policy spent over every turn, its failed call included (env-side calls: ``usage_by_role``)."""
+        total = self.failed_usage
         for turn in self.turns:
             total = total + turn.usage
         return total
@@ -272,17 +305,104 @@ def write_jsonl(path: str | Path, trajectories: list[Trajectory], *, append: boo
             f.write(t.model_dump_json() + "\n")
 
 
+def iter_json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSONL file (gzipped when it ends in ``.gz``) as ``(line number, value)``.
+
+    Every line is decoded on its own, so an error names the line it is on, not "line 1" of a
+    one-line document.
+
+    Raises:
+        DataError: The file cannot be read, or a line is not UTF-8 or not JSON; the message names
+            the file and the line.
+    """
+    path = Path(path)
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+            for lineno, raw in enumerate(f, 1):
+                yield lineno, _decode_line(path, lineno, raw)
+    except (OSError, EOFError) as e:  # EOFError: a gzip file cut short
+        raise DataError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from e
+
+
+def _decode_line(path: Path, lineno: int, raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}:{lineno}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from e
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text.rstrip("\r\n"))  # so that a column past the end is on this line
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}:{lineno}: not valid JSON: {e.msg} (column {e.colno})") from e
+
+
+def read_tasks(path: str | Path, to_task: Callable[[dict[str, Any]], Task] = Task.model_validate) -> list[Task]:
+    """Tasks from a JSONL file, one JSON object a line, each turned into a :class:`Task` by ``to_task``.
+
+    ``to_task`` defaults to reading :class:`Task`'s own fields; an environment with its own row
+    format (HumanEval's) passes a converter that raises ``ValueError`` saying what is wrong.
+
+    Raises:
+        DataError: A line is unreadable, not an object, or refused by ``to_task``, or two tasks share
+            an id (a summary keyed by task would count one twice); the message names file and line.
+    """
+    tasks: list[Task] = []
+    first_line: dict[str, int] = {}
+    for lineno, row in iter_json_lines(path):
+        if row is None:
+            continue
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{lineno}: expected a JSON object, got {_json_type(row)} {_clip(row)}")
+        try:
+            task = to_task(row)
+        except ValueError as e:
+            raise DataError(f"{path}:{lineno}: {_reason(e)}") from e
+        if task.id in first_line:
+            raise DataError(f"{path}:{lineno}: duplicate task id {task.id!r} (first on line {first_line[task.id]})")
+        first_line[task.id] = lineno
+        tasks.append(task)
+    return tasks
+
+
+def _reason(error: ValueError) -> str:
+    """One line for a refused row: pydantic's first error with its field, else the error's text."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        if first["type"] == "missing":
+            return f"missing field {where!r}"
+        return f"{where}: {first['msg']} (got {_clip(first.get('input'))})" if where else first["msg"]
+    return str(error)
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
-    """Read trajectories back; a torn last line (a run killed mid-write) is skipped, not fatal."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
+    """Read trajectories back.
+
+    A torn last line (a run killed mid-write: no newline at its end) is skipped; any other line that
+    is not a trajectory raises :class:`~agentgym.errors.DataError` naming it, rather than vanish.
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             try:
-                yield Trajectory.model_validate_json(line)
-            except ValueError:
-                continue
+                yield Trajectory.model_validate_json(raw)
+            except ValueError as e:
+                if not raw.endswith(b"\n"):  # only the last line can lack its newline
+                    return
+                raise DataError(f"{path}:{lineno}: not a trajectory: {_reason(e)}") from e
 
 
 def read_jsonl(path: str | Path) -> list[Trajectory]:

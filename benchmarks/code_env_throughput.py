@@ -1,119 +1,216 @@
-"""Code-env throughput: concurrent sessions, each reset + N steps of a `python` call printing 1.
+"""Code-env episodes as a user runs them: ``reset`` + 20 ``python`` steps, at 1, 8 and 32 sessions.
 
-Reports steps per CPU-second (this process + Docker daemons + containers) and the step latency at one
-session, through the public env API on the docker backend (and, for comparison, the local one).
+Every session is ``agentgym.make("code", sandbox_backend=BACKEND)`` (the default shared warm pool) and plays
+episodes of ``env.reset(task)`` followed by ``--steps`` steps, each an assistant message with one
+``python`` tool call running ``print(1)`` (the observation is checked). After one unmeasured warm-up
+episode per session, each repeat is a window of at least ``--seconds`` in which every session plays
+whole episodes back to back; the window ends when the last session finishes its episode.
 
-Two costs are kept apart. *Steps*: each session's ``reset`` (a sandbox from a filled warm pool) and its
-steps, with the envs still open when the meter stops. *Recycling*: wiping a closed sandbox back to
-fresh for the next session, which the pool does off the step path; it is reported per session, so a
-reader can amortise it over an episode of any length.
+Per window: reset p50/p95, step p50/p95 (and the first step after a reset), steps/s, and steps per
+CPU-second counting only this run's own work: this process, its child processes (local sandboxes)
+and its own containers with their shims (:mod:`cpu_accounting`); dockerd/containerd are reported
+beside it, not in it. The *step-only* figure (steps with no resets, in the same sessions) is kept
+for comparison and labelled as such. Memory: each session's sandbox, idle after the run (container
+cgroup charge on docker, PSS of its processes on local), and all of the run's sandboxes (spares
+included) per session. Medians of ``--repeat`` windows with their ranges.
 
-    python benchmarks/code_env_throughput.py [--sessions 8] [--steps 20] [--backend docker] [--repeat 5]
+    python benchmarks/code_env_throughput.py                    # docker and local, 1/8/32 sessions, ~8 min
+    python benchmarks/code_env_throughput.py --quick --out /tmp/t.json   # smoke test, ~30 s
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
+import json
+import os
 import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
-from cpu_accounting import CpuMeter
-from results_file import results_path, save_results
+from cpu_accounting import CpuMeter, container_memory, own_containers, process_tree_memory
+from results_file import results_path, run_info, save_results
+from stats import fmt, percentile, spread, summarize
 
 import agentgym
-from agentgym.sandboxes import SandboxPool
+from agentgym.sandboxes import shutdown_pools
 from agentgym.types import Message, ToolCall
 
-PRINT_1 = Message(role="assistant", tool_calls=[ToolCall(id="c", name="python", arguments='{"code": "print(1)"}')])
+CODE = "print(1)"
+ACTION = Message(role="assistant", tool_calls=[ToolCall(id="c", name="python", arguments=json.dumps({"code": CODE}))])
+NO_TRUNCATION = 10**9  # an episode ends when the benchmark says so, never by the env's turn limit
 
 
-async def session(env: agentgym.Env, steps: int, latencies: list[float]) -> None:
+class Timings:
+    """Latencies (seconds) collected in one window."""
+
+    def __init__(self) -> None:
+        self.resets: list[float] = []
+        self.steps: list[float] = []
+        self.first_steps: list[float] = []
+        self.episodes = 0
+
+
+async def step(env: agentgym.Env, timings: Timings) -> float:
+    started = time.perf_counter()
+    result = await env.step(ACTION)
+    took = time.perf_counter() - started
+    text = result.observation[0].text
+    if text.strip() != "1":
+        raise RuntimeError(f"step printed {text!r}, not 1")
+    timings.steps.append(took)
+    return took
+
+
+async def episode(env: agentgym.Env, steps: int, timings: Timings) -> None:
+    started = time.perf_counter()
     await env.reset(env.tasks()[0])
-    for _ in range(steps):
-        started = time.perf_counter()
-        result = await env.step(PRINT_1)
-        latencies.append(time.perf_counter() - started)
-        assert result.observation[0].text.strip() == "1", result.observation[0].text
+    timings.resets.append(time.perf_counter() - started)
+    for k in range(steps):
+        took = await step(env, timings)
+        if k == 0:
+            timings.first_steps.append(took)
+    timings.episodes += 1
 
 
-async def filled_pool(backend: str, size: int) -> SandboxPool:
-    """A pool with ``size`` ready sandboxes that starts no more (so the step window holds only steps)."""
-    pool = SandboxPool(backend, "python", size=size)
-    await pool.fill()
-    pool.size = 0
-    return pool
+async def window(
+    envs: list[agentgym.Env], seconds: float, play: Callable[[agentgym.Env, Timings], Awaitable[object]]
+) -> tuple[Timings, float, dict[str, float]]:
+    """Every session runs ``play(env, timings)`` back to back until ``seconds`` have passed."""
+    timings = Timings()
+    deadline = time.perf_counter() + seconds
 
+    async def session(env: agentgym.Env) -> None:
+        while time.perf_counter() < deadline:
+            await play(env, timings)
 
-async def recycle_cpu(backend: str, count: int) -> float:
-    """CPU seconds to wipe one closed sandbox back to fresh for its next user, averaged over ``count``."""
-    pool = SandboxPool(backend, "python", size=count)
-    await pool.fill()
-    lent = [await pool.acquire() for _ in range(count)]
-    await asyncio.gather(*(box.run_python("x = 1") for box in lent))
-    meter = CpuMeter()
-    await asyncio.gather(*(box.close() for box in lent))
-    while pool.ready < count:  # noqa: ASYNC110 - the pool has no event for this; a benchmark may poll
-        await asyncio.sleep(0.005)
-    cpu = meter.stop()["total"] / count
-    await pool.shutdown()
-    return cpu
-
-
-async def measure(backend: str, sessions: int, steps: int) -> dict[str, object]:
-    single: list[float] = []
-    pool = await filled_pool(backend, 1)
-    async with agentgym.make("code", sandbox=pool, max_turns=steps * 5 + 1) as env:
-        await session(env, steps * 5, single)
-    pool = await filled_pool(backend, sessions)
-    envs = [agentgym.make("code", sandbox=pool, max_turns=steps + 1) for _ in range(sessions)]
-    latencies: list[float] = []
     meter = CpuMeter()
     started = time.perf_counter()
-    await asyncio.gather(*(session(env, steps, latencies) for env in envs))
+    await asyncio.gather(*(session(env) for env in envs))
     wall = time.perf_counter() - started
-    cpu = meter.stop()
-    for env in envs:
-        await env.close()
-    per_session = await recycle_cpu(backend, sessions)
-    total_steps = sessions * steps
+    return timings, wall, meter.stop()
+
+
+def cpu_figures(steps: int, wall: float, cpu: dict[str, float]) -> dict[str, Any]:
     return {
-        "backend": backend,
-        "sessions": sessions,
-        "steps": total_steps,
-        "wall_seconds": wall,
-        "cpu_seconds": cpu["total"],
-        "cpu_breakdown": cpu,
-        "steps_per_cpu_second": total_steps / cpu["total"],
-        "steps_per_wall_second": total_steps / wall,
-        "step_p50_ms_one_session": statistics.median(single) * 1e3,
-        "step_p50_ms_concurrent": statistics.median(latencies) * 1e3,
-        "recycle_cpu_seconds_per_session": per_session,
-        "steps_per_cpu_second_with_recycle": total_steps / (cpu["total"] + sessions * per_session),
+        "steps": steps,
+        "wall_s": wall,
+        "steps_per_s": steps / wall,
+        "steps_per_cpu_s": steps / cpu["total"],
+        "steps_per_cpu_s_with_daemons": steps / cpu["total_with_daemons"],
+        "cpu_ms_per_step": cpu["total"] / steps * 1e3,
+        "machine_cpu_over_own_cpu": cpu["machine"] / cpu["total"],
+        "cpu_s": cpu,
     }
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--backend", nargs="+", default=["docker", "local"])
-    parser.add_argument("--repeat", type=int, default=5, help="runs per backend; the median is reported")
-    args = parser.parse_args()
-    rows = []
-    for backend in args.backend:  # the median of a few runs: one run on 2 shared cores is noisy
-        runs = [await measure(backend, args.sessions, args.steps) for _ in range(args.repeat)]
-        runs.sort(key=lambda r: r["steps_per_cpu_second"])
-        rows.append({**runs[len(runs) // 2], "runs_steps_per_cpu_second": [r["steps_per_cpu_second"] for r in runs]})
-    print(f"{'backend':<8} {'steps/CPU-s':>12} {'steps/wall-s':>13} {'p50 1 session':>14} {'p50 concurrent':>15}")
+async def episodes_run(envs: list[agentgym.Env], steps: int, seconds: float) -> dict[str, Any]:
+    timings, wall, cpu = await window(envs, seconds, lambda env, t: episode(env, steps, t))
+    return {
+        **cpu_figures(len(timings.steps), wall, cpu),
+        "episodes": timings.episodes,
+        "episodes_per_s": timings.episodes / wall,
+        "cpu_ms_per_episode": cpu["total"] / timings.episodes * 1e3,
+        "reset_p50_ms": percentile(timings.resets, 50) * 1e3,
+        "reset_p95_ms": percentile(timings.resets, 95) * 1e3,
+        "step_p50_ms": percentile(timings.steps, 50) * 1e3,
+        "step_p95_ms": percentile(timings.steps, 95) * 1e3,
+        "first_step_after_reset_p50_ms": percentile(timings.first_steps, 50) * 1e3,
+    }
+
+
+async def step_only_run(envs: list[agentgym.Env], seconds: float) -> dict[str, Any]:
+    timings, wall, cpu = await window(envs, seconds, step)
+    return {
+        **cpu_figures(len(timings.steps), wall, cpu),
+        "step_p50_ms": percentile(timings.steps, 50) * 1e3,
+        "step_p95_ms": percentile(timings.steps, 95) * 1e3,
+    }
+
+
+def sandbox_memory(backend: str, sandbox_id: str) -> float:
+    """MB one sandbox holds: its container's cgroup charge (docker) or its processes' PSS (local)."""
+    if backend == "docker":
+        return container_memory(sandbox_id)["usage_mb"]
+    kind, _, pid = sandbox_id.partition("-")
+    if kind != "local" or not pid.isdigit():
+        raise ValueError(f"cannot find the processes of local sandbox {sandbox_id!r}")
+    return process_tree_memory(int(pid))["pss_mb"]
+
+
+async def memory(backend: str, envs: list[agentgym.Env]) -> dict[str, Any]:
+    """Memory of each session's sandbox, idle, and of all this run's sandboxes per session."""
+    await asyncio.sleep(1.0)  # let every sandbox settle idle
+    per_sandbox = [sandbox_memory(backend, env.sandbox.id) for env in envs]
+    if backend == "docker":
+        owned = [container_memory(cid)["usage_mb"] for cid in own_containers()]
+    else:  # every child process of this one is a local sandbox's
+        owned = [process_tree_memory(os.getpid(), include_root=False)["pss_mb"]]
+    return {
+        "per_idle_sandbox_mb": spread(per_sandbox),
+        "all_sandboxes_per_session_mb": sum(owned) / len(envs),
+    }
+
+
+async def level(backend: str, sessions: int, args: argparse.Namespace) -> dict[str, Any]:
+    envs = [agentgym.make("code", sandbox_backend=backend, max_turns=NO_TRUNCATION) for _ in range(sessions)]
+    try:
+        warm = Timings()
+        await asyncio.gather(*(episode(env, args.steps, warm) for env in envs))
+        episodes, step_only = [], []
+        for _ in range(args.repeat):
+            episodes.append(await episodes_run(envs, args.steps, args.seconds))
+            step_only.append(await step_only_run(envs, args.seconds / 2))
+        mem = await memory(backend, envs)
+    finally:
+        for env in envs:
+            await env.close()
+        await shutdown_pools()
+    return {
+        "backend": backend,
+        "sessions": sessions,
+        "episodes": summarize(episodes),
+        "step_only": summarize(step_only),
+        "memory": mem,
+        "runs": {"episodes": episodes, "step_only": step_only},
+    }
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    print(f"\nwhole episodes: reset + steps; median (min–max) of the repeats\n"
+          f"{'backend':<7} {'N':>3} {'reset p50 ms':>20} {'reset p95 ms':>12} {'step p50 ms':>18} "
+          f"{'steps/s':>16} {'steps/CPU-s':>16} {'+daemons':>9} {'step-only steps/CPU-s':>22} {'MB/sandbox':>11}")
     for r in rows:
-        print(f"{r['backend']:<8} {r['steps_per_cpu_second']:>12.0f} {r['steps_per_wall_second']:>13.0f} "
-              f"{r['step_p50_ms_one_session']:>12.2f}ms {r['step_p50_ms_concurrent']:>13.2f}ms")
-        print("         cpu: " + ", ".join(f"{k}={v:.3f}s" for k, v in r["cpu_breakdown"].items()))
-        print(f"         wiping a sandbox for its next session: {r['recycle_cpu_seconds_per_session'] * 1e3:.1f} "
-              f"CPU-ms; steps/CPU-s counting one per session: {r['steps_per_cpu_second_with_recycle']:.0f}")
-    save_results(rows, results_path("code_env_throughput"))
+        e, s = r["episodes"], r["step_only"]
+        print(f"{r['backend']:<7} {r['sessions']:>3} {fmt(e['reset_p50_ms'], '{:.1f}'):>20} "
+              f"{e['reset_p95_ms']['median']:>12.1f} {fmt(e['step_p50_ms'], '{:.2f}'):>18} "
+              f"{fmt(e['steps_per_s']):>16} {fmt(e['steps_per_cpu_s']):>16} "
+              f"{e['steps_per_cpu_s_with_daemons']['median']:>9.0f} {fmt(s['steps_per_cpu_s']):>22} "
+              f"{r['memory']['per_idle_sandbox_mb']['median']:>11.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", nargs="+", default=["docker", "local"])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--steps", type=int, default=20, help="steps per episode")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured window at least")
+    parser.add_argument("--repeat", type=int, default=5, help="measured windows per level; medians are reported")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 1 and 2 sessions, 2 short windows")
+    parser.add_argument("--out", type=Path, default=results_path("code_env_throughput"))
+    args = parser.parse_args()
+    if args.quick:
+        args.sessions, args.steps, args.seconds, args.repeat = [1, 2], 3, 0.3, 2
+    info = run_info()
+    rows = []
+    for backend in args.backend:
+        for sessions in args.sessions:
+            rows.append(asyncio.run(level(backend, sessions, args)))
+            print(f"{backend} N={sessions}: done", flush=True)
+    report(rows)
+    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,3 +25,24 @@ def save_results(data: Any, path: Path) -> Path:
     path.write_text(json.dumps(data, indent=2) + "\n")
     print(f"wrote {path}")
     return path
+
+
+def run_info() -> dict[str, Any]:
+    """When, where and on which commit a benchmark ran, and how busy the machine was, for its results file."""
+    repo = Path(__file__).parent.parent
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    return {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "cpus": os.cpu_count(),
+        "load_average_1m_at_start": os.getloadavg()[0],
+        "python": platform.python_version(),
+    }

@@ -9,10 +9,13 @@ DATA_FETCHERS: dict[str, str] = {
 
 
 def register_builtin() -> None:
-    """Register the built-in environments (called through the ``agentgym.envs`` entry point)."""
-    register("code", "agentgym.envs.code.env:CodeEnv")
-    register("toy", "agentgym.envs.toy.env:ColourEnv")
-    register("search", "agentgym.envs.search.env:SearchEnv")
+    """Register the built-in environments (called through the ``agentgym.envs`` entry point).
+
+    Each has a versioned id and its old short name as an alias (``code`` is ``agentgym/code-v0``).
+    """
+    register("agentgym/code-v0", "agentgym.envs.code.env:CodeEnv", aliases=["code"])
+    register("agentgym/toy-v0", "agentgym.envs.toy.env:ColourEnv", aliases=["toy"])
+    register("agentgym/search-v0", "agentgym.envs.search.env:SearchEnv", aliases=["search"])
 
 
 register_builtin()

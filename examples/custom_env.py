@@ -6,10 +6,15 @@ Run it with the built-in scripted policy (no key needed):  python examples/custo
 import asyncio
 
 import agentgym
-from agentgym import Env, Reward, Task, tool
+from agentgym import Env, Episode, Task, tool
 from agentgym.policies import Reply
 from agentgym.rollout import rollout
 from agentgym.types import Message, ToolCall
+
+
+def correct(episode: Episode) -> bool:
+    """The verifier: the submitted number (the episode's final answer) is the task's answer."""
+    return float(episode.final_answer or "nan") == episode.task.data["answer"]
 
 
 class Calculator(Env):
@@ -17,6 +22,7 @@ class Calculator(Env):
 
     sandbox_image = "python"  # a sandbox from the warm pool on reset(), as self.sandbox
     max_turns = 4
+    verifier = correct
 
     def tasks(self) -> list[Task]:
         return [Task(id="apples", prompt="Ann has 17 apples and buys 3 bags of 12. How many now?",
@@ -39,11 +45,7 @@ class Calculator(Env):
         Args:
             answer: The final answer, as a number.
         """
-        self.final_answer = str(answer)
-        return "submitted"
-
-    async def score(self) -> Reward:
-        return Reward(value=float(float(self.final_answer or "nan") == self.task.data["answer"]))
+        return str(answer)  # what a final tool returns is the final answer (or set self.final_answer)
 
 
 class Scripted:

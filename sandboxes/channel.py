@@ -25,6 +25,7 @@ import socket
 import struct
 import tempfile
 import time
+from typing import Any
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
@@ -71,7 +72,8 @@ class Listener:
         loop = asyncio.get_running_loop()
         accepting = asyncio.ensure_future(loop.sock_accept(self._sock))
         try:
-            await asyncio.wait([accepting, lost], timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            waiting: list[asyncio.Future[Any]] = [accepting, lost]
+            await asyncio.wait(waiting, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not accepting.done():
                 accepting.cancel()

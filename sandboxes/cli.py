@@ -24,9 +24,21 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     ls = commands.add_parser("ls", help="list agentgym containers")
     ls.set_defaults(func=_ls)
 
-    prune = commands.add_parser("prune", help="remove every agentgym container")
+    prune = commands.add_parser("prune", help="remove agentgym containers whose owner is gone (--all: every one)")
+    prune.add_argument("--all", dest="everything", action="store_true",
+                       help="also remove containers in use by live runs (yours or, on a shared engine, others')")
+    prune.add_argument("--label", dest="labels", type=_label, action="append", default=[], metavar="KEY=VALUE",
+                       help="only containers with this label too (repeatable), e.g. agentgym.owner_pid=1234")
     prune.add_argument("--images", action="store_true", help="also remove images of outdated recipes")
+    prune.add_argument("--dry-run", action="store_true", help="print what would be removed, remove nothing")
     prune.set_defaults(func=_prune)
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -52,8 +64,9 @@ def _ls(args: argparse.Namespace) -> int:
 def _prune(args: argparse.Namespace) -> int:
     from agentgym.sandboxes.reaper import prune
 
-    removed = prune(images=args.images)
+    removed = prune(everything=args.everything, images=args.images, labels=dict(args.labels), dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
     for name in removed:
-        print(f"removed {name}")
-    print(f"{len(removed)} removed")
+        print(f"{verb} {name}")
+    print(f"{len(removed)} {'to remove' if args.dry_run else 'removed'}")
     return 0

@@ -99,7 +99,7 @@ def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:
 class SandboxPool:
     """Keeps ``size`` ready sandboxes of one kind and hands them out.
 
-    Usable as an env's ``sandbox=`` provider: ``Env(sandbox=SandboxPool("docker", size=8))``.
+    Usable as an env's ``sandbox_backend=`` provider: ``Env(sandbox_backend=SandboxPool("docker", size=8))``.
     Spares older than half their wall time, or whose agent has gone (its stream closed), are
     thrown away rather than handed out, so callers get a live sandbox with most of its life ahead.
     A hand-out does not wait for anything (no ping): the agent answered when it started, is idle
@@ -287,7 +287,7 @@ class SandboxPool:
 
 
 class SandboxProvider(Protocol):
-    """Anything that hands out sandboxes, like :class:`SandboxPool`: what ``Env(sandbox=...)`` accepts."""
+    """Anything that hands out sandboxes, like :class:`SandboxPool`: what ``Env(sandbox_backend=...)`` accepts."""
 
     async def acquire(self) -> Sandbox: ...
 

@@ -1,4 +1,4 @@
-"""Finding and removing agentgym containers: leaked ones on first use, all of them on ``prune``.
+"""Finding and removing agentgym containers: leaked ones on first use and on ``prune``, all on ``prune --all``.
 
 A container is leaked when the process that made it is gone (same boot and host, pid dead or
 recycled) or its wall time is over. Containers normally remove themselves (see
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -34,11 +35,16 @@ class ContainerInfo(BaseModel):
     leaked: bool
 
 
-def list_sandboxes() -> list[ContainerInfo]:
-    """Every container labelled ``agentgym=1`` on the engine, running or not."""
+def list_sandboxes(labels: Mapping[str, str] | None = None) -> list[ContainerInfo]:
+    """Every container labelled ``agentgym=1`` on the engine, running or not.
+
+    Args:
+        labels: Only containers that also carry each of these labels with these values.
+    """
     api = engine.client().api
     out = []
-    for c in api.containers(all=True, filters={"label": f"{engine.LABEL}=1"}):
+    wanted = [f"{engine.LABEL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
+    for c in api.containers(all=True, filters={"label": wanted}):
         labels = c.get("Labels") or {}
         out.append(ContainerInfo(
             id=c["Id"][:12],
@@ -64,26 +70,38 @@ def is_leaked(labels: dict[str, Any], now: float | None = None) -> bool:
 
 def reap() -> list[str]:
     """Remove leaked containers and stale socket directories; return the containers' short ids."""
-    removed = _remove([c.id for c in list_sandboxes() if c.leaked])
-    _remove_stale_dirs()
-    return removed
+    return prune()
 
 
-def prune(*, images: bool = False) -> list[str]:
-    """Remove every agentgym container, in use or not, and with ``images`` the images of old recipes.
+def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str, str] | None = None,
+          dry_run: bool = False) -> list[str]:
+    """Remove leaked agentgym containers (owner gone, or wall time over), or with ``everything`` all of them.
+
+    A container whose owner still runs belongs to a live run, perhaps another user's on a shared
+    engine: only ``everything`` removes it.
+
+    Args:
+        everything: Remove containers in use too.
+        images: Also remove the images of outdated recipes.
+        labels: Only containers that also carry these labels (e.g. ``{"agentgym.owner_pid": "1234"}``).
+        dry_run: Remove nothing; return what would be removed.
 
     Returns:
-        Short ids of the removed containers, then tags of the removed images.
+        Short ids of the (to be) removed containers, then tags of the (to be) removed images.
     """
-    removed = _remove([c.id for c in list_sandboxes()])
-    _remove_stale_dirs()
+    chosen = [c.id for c in list_sandboxes(labels) if everything or c.leaked]
+    stale_images: list[str] = []
     if images:
         from agentgym.sandboxes import builder
 
-        for tag in builder.stale_images():
-            engine.client().images.remove(tag)
-            removed.append(tag)
-    return removed
+        stale_images = builder.stale_images()
+    if dry_run:
+        return chosen + stale_images
+    removed = _remove(chosen)
+    _remove_stale_dirs()
+    for tag in stale_images:
+        engine.client().images.remove(tag)
+    return removed + stale_images
 
 
 def _remove(ids: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentgym.types import Trajectory
+from agentgym.types import Trajectory, Usage
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -45,6 +45,8 @@ class Summary(BaseModel):
     completion_tokens: int
     cost_usd: float
     retries: int
+    usage_by_role: dict[str, Usage] = Field(default_factory=dict)
+    """Env-side model calls (a simulated user, a feedback model) by role; the fields above are the policy's."""
     tool_errors: dict[str, int]
     outcomes: dict[str, int]
     failures: dict[str, int] = Field(default_factory=dict)
@@ -66,6 +68,8 @@ class Summary(BaseModel):
             ("tokens", f"{self.prompt_tokens} prompt + {self.completion_tokens} completion"),
             ("cost", f"${self.cost_usd:.4f}"),
             ("retries", self.retries),
+            *((f"{role} usage", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion, ${u.cost_usd:.4f}, "
+               f"{u.retries} retries") for role, u in self.usage_by_role.items()),
             ("outcomes", _fmt(self.outcomes)),
             ("tool errors", _fmt(self.tool_errors) or "none"),
             ("sandbox seconds", f"{self.sandbox_seconds:.1f}"),
@@ -89,8 +93,11 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
     successes = sum(t.success for t in trajectories)
     tool_errors: Counter[str] = Counter()
     components: dict[str, list[float]] = {}
+    by_role: dict[str, Usage] = {}
     for t in trajectories:
         tool_errors.update(t.tool_errors)
+        for role, usage in t.usage_by_role.items():
+            by_role[role] = by_role.get(role, Usage()) + usage
         for name, value in t.reward_components.items():
             components.setdefault(name, []).append(value)
     by_task: dict[str, list[bool]] = {}
@@ -115,6 +122,7 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
         completion_tokens=sum(t.usage.completion_tokens for t in trajectories),
         cost_usd=sum(t.usage.cost_usd for t in trajectories),
         retries=sum(t.usage.retries for t in trajectories),
+        usage_by_role=by_role,
         tool_errors=dict(tool_errors),
         outcomes=dict(Counter(t.outcome for t in trajectories)),
         failures=dict(failures.most_common(5)),

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from tqdm import tqdm
 
+from agentgym.errors import AgentgymError, DataError, PolicyError
 from agentgym.evaluation.metrics import Summary, summarize
-from agentgym.policies.base import Policy
-from agentgym.registry import make
+from agentgym.evaluation.runfile import RunFiles, run_identity
+from agentgym.policies.base import Policy, Reply
+from agentgym.registry import env_class, make
 from agentgym.rollout import run_many
-from agentgym.types import Task, Trajectory, iter_jsonl
+from agentgym.types import Message, Task, ToolSpec, Trajectory
 
 #: Outcomes that count as done on ``resume``; ``error`` and ``cancelled`` episodes are played again.
 FINISHED = frozenset({"terminated", "truncated", "timeout"})
+
+
+class RunStopped(AgentgymError):
+    """A run stopped early because no later episode could succeed (the API key was refused...)."""
 
 
 def _key(t: Trajectory) -> tuple[str, int | None]:
@@ -34,6 +41,7 @@ async def evaluate(
     concurrency: int = 8,
     out: str | Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     turn_timeout: float | None = None,
     episode_timeout: float | None = None,
     env_kwargs: dict[str, Any] | None = None,
@@ -41,10 +49,14 @@ async def evaluate(
 ) -> tuple[Summary, list[Trajectory]]:
     """Play every task ``samples`` times and summarise.
 
-    Each trajectory is appended to ``out`` (JSONL) the moment its episode ends, so a killed run
-    loses at most the episodes that were running. With ``resume``, episodes already finished in
-    ``out`` (same task and seed) are kept and not played again. The summary is written next to
-    ``out`` as ``<name>.summary.json``.
+    What can be checked before the first episode is: the arguments, the policy (a hosted model's
+    provider and credentials, see :meth:`~agentgym.policies.LiteLLMPolicy.check`), the tasks (no id
+    twice), the output files (see :mod:`agentgym.evaluation.runfile`) and, for an env that needs
+    sandboxes, that one starts. Each trajectory is appended to ``out`` (JSONL) the moment its
+    episode ends, so a killed run loses at most the episodes that were running. With ``resume``,
+    episodes already finished in ``out`` (same task and seed) are kept and not played again, if
+    ``out`` was made by the same run (env, env arguments, policy settings, agentgym version,
+    unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``.
 
     Args:
         env_id: A registered environment id.
@@ -54,13 +66,26 @@ async def evaluate(
         samples: Episodes per task (seeds ``seed`` .. ``seed + samples - 1``); gives pass@k.
         seed: First seed.
         concurrency: Episodes in flight at once.
-        out: JSONL file for trajectories.
+        out: JSONL file for trajectories; its directory must exist.
         resume: Keep finished episodes found in ``out`` instead of starting over.
+        overwrite: Replace what ``out`` holds; without it (or ``resume``) a non-empty ``out`` is refused.
         turn_timeout: Seconds allowed for one turn (policy call plus env step).
         episode_timeout: Seconds allowed for one episode.
-        env_kwargs: Keyword arguments for ``make(env_id, ...)`` (``sandbox="local"``...).
+        env_kwargs: Keyword arguments for ``make(env_id, ...)`` (``sandbox_backend="local"``...).
         progress: Show a progress bar on a terminal.
+
+    Raises:
+        ValueError: ``limit``, ``samples`` or ``concurrency`` is below 1.
+        AgentgymError: Something checked before the first episode is wrong; nothing was played.
+        RunStopped: The policy failed in a way no later episode can get past (a refused API key);
+            finished episodes are in ``out``, and ``resume`` continues once it is fixed.
     """
+    for name, value in (("limit", limit), ("samples", samples), ("concurrency", concurrency)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    check = getattr(policy, "check", None)
+    if callable(check):
+        check()
     env_kwargs = dict(env_kwargs or {})
 
     def make_env() -> Any:
@@ -73,44 +98,97 @@ async def evaluate(
         finally:
             await probe.close()
     tasks = list(tasks)[:limit] if limit is not None else list(tasks)
+    _refuse_duplicate_ids(tasks)
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
-    wanted = {(task.id, s) for task, s in jobs}
+    inputs = [env_kwargs["tasks_path"]] if env_kwargs.get("tasks_path") else []
+    files = RunFiles(out, inputs=inputs) if out is not None else None
+    await _start_a_sandbox(env_id, env_kwargs)
     done: dict[tuple[str, int | None], Trajectory] = {}
-    out_path = Path(out) if out is not None else None
-    if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and out_path.exists():
-            for t in iter_jsonl(out_path):
-                if _key(t) in wanted and t.outcome in FINISHED:
-                    done[_key(t)] = t
-        elif out_path.exists():
-            out_path.unlink()
+    sink: IO[str] | None = None
+    if files is not None:
+        kept, sink = files.open(run_identity(env_id, env_kwargs, policy), tasks, resume=resume, overwrite=overwrite)
+        wanted = {(task.id, s) for task, s in jobs}
+        done = {_key(t): t for t in kept if _key(t) in wanted and t.outcome in FINISHED}
     todo = [(task, s) for task, s in jobs if (task.id, s) not in done]
-    # One small line per finished episode: a plain blocking write keeps the file ordered and costs microseconds.
-    sink: TextIO | None = open(out_path, "a", encoding="utf-8") if out_path is not None else None  # noqa: ASYNC230
     bar = tqdm(total=len(jobs), initial=len(done), desc=f"{env_id} · {policy.name}", unit="ep",
                disable=None if progress else True, dynamic_ncols=True)
     results = dict(done)
+    watch = _FatalWatch(policy)
 
     def on_result(t: Trajectory) -> None:
         results[_key(t)] = t
         if sink is not None:
+            # One small line per finished episode: a plain blocking write keeps the file ordered.
             sink.write(t.model_dump_json() + "\n")
             sink.flush()
         bar.update(1)
         successes = sum(r.success for r in results.values())
         bar.set_postfix(success=f"{successes}/{len(results)}")
+        if watch.error is not None and not watch.stopping:
+            watch.stopping = True
+            runner.cancel()
 
     started = time.monotonic()
+    runner = asyncio.ensure_future(run_many(make_env, watch, todo, on_result=on_result, concurrency=concurrency,
+                                            turn_timeout=turn_timeout, episode_timeout=episode_timeout))
     try:
-        await run_many(make_env, policy, todo, on_result=on_result, concurrency=concurrency,
-                       turn_timeout=turn_timeout, episode_timeout=episode_timeout)
+        await runner
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if watch.error is None or (current is not None and current.cancelling()):
+            raise
+        raise RunStopped(f"stopped after {len(results) - len(done)} episode(s): {watch.error}; nothing later "
+                         "could succeed. Fix it and rerun with --resume") from watch.error
     finally:
         bar.close()
         if sink is not None:
             sink.close()
     trajectories = [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]
     summary = summarize(trajectories, env=env_id, policy=policy.name, wall_seconds=time.monotonic() - started)
-    if out_path is not None:
-        out_path.with_suffix(".summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
+    if files is not None:
+        files.write_summary(summary.model_dump_json(indent=2) + "\n")
     return summary, trajectories
+
+
+def _refuse_duplicate_ids(tasks: Sequence[Task]) -> None:
+    """Two tasks with one id would share one key in the results and be counted twice in the summary."""
+    first: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        if task.id in first:
+            raise DataError(f"task id {task.id!r} is used twice (tasks #{first[task.id] + 1} and #{i + 1}); "
+                            "every task needs its own id")
+        first[task.id] = i
+
+
+async def _start_a_sandbox(env_id: str, env_kwargs: dict[str, Any]) -> None:
+    """For an env that needs sandboxes, take one from the shared pool now and give it back.
+
+    An unknown backend, a Docker engine that does not answer, a missing image: each would otherwise
+    fail every episode the same way. The sandbox goes back to the pool for the first episode.
+    """
+    image = env_class(env_id).sandbox_image
+    backend = env_kwargs.get("sandbox_backend", "auto")
+    if image is None or not isinstance(backend, str):
+        return
+    from agentgym.sandboxes import acquire
+
+    sandbox = await acquire(backend, image=image)
+    await sandbox.close()
+
+
+class _FatalWatch:
+    """The policy, seen through a window that keeps the first fatal :class:`PolicyError`, to stop the run on it."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.name = policy.name
+        self.error: PolicyError | None = None
+        self.stopping = False
+
+    async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
+        try:
+            return await self.policy.act(messages, tools, task=task)
+        except PolicyError as e:
+            if e.fatal and self.error is None:
+                self.error = e
+            raise

@@ -4,7 +4,13 @@ litellm is imported on first use (its import takes seconds and, unless told othe
 price map from the internet: we default ``LITELLM_LOCAL_MODEL_COST_MAP=True``). litellm's own retries
 are turned off so that tenacity owns the policy: exponential backoff with jitter on 429, 5xx,
 connection errors and timeouts, honouring ``Retry-After`` when the server sends one. Each retry is
-counted in the reply's ``Usage.retries``.
+counted: in the reply's ``Usage.retries``, or in the :class:`~agentgym.errors.PolicyError` of a call
+that failed after them.
+
+Nothing else is retried. A 4xx answer (bad credentials, an unknown model, a request the server
+refuses) will be the same answer next time, and so is a call that never left this machine: litellm
+reports a missing API key as a "500", so the cause chain is read, not only the status.
+:meth:`LiteLLMPolicy.check` catches the commonest of these before the first call.
 """
 
 from __future__ import annotations
@@ -25,19 +31,56 @@ from agentgym.llm import litellm_module
 from agentgym.policies.base import Reply
 from agentgym.types import Message, Task, ToolCall, ToolSpec, Usage
 
+#: Retried statuses: rate limits and server trouble, plus the request timeout and conflict that the
+#: OpenAI SDK also retries. Every other 4xx is final.
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+#: Statuses that no later call of the run can get past: bad or refused credentials, no such model.
+FATAL_STATUS = {401, 403, 404}
+
+
+class UnknownModel(PolicyError):
+    """litellm cannot tell which provider a model string names."""
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from or during, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def is_local_failure(error: BaseException) -> bool:
+    """Whether the call failed on this machine before any request was sent (a missing API key...).
+
+    The SDKs check their configuration by raising their base error types: ``openai.OpenAIError``
+    itself ("Missing credentials"), or a plain ``ValueError`` (litellm's "Missing Gemini API key").
+    litellm then wraps them as a server error; retrying cannot help.
+    """
+    root = _causes(error)[-1]
+    kind = type(root)
+    return kind is ValueError or (kind.__name__ == "OpenAIError" and kind.__module__ == "openai")
 
 
 def is_retryable(error: BaseException) -> bool:
     """Rate limits, server errors, dropped connections and timeouts are worth another try."""
     if isinstance(error, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
         return True
+    if is_local_failure(error):
+        return False
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         return status in RETRYABLE_STATUS
     name = type(error).__name__
     return name in {"APIConnectionError", "Timeout", "APITimeoutError", "ServiceUnavailableError",
                     "InternalServerError", "RateLimitError", "BadGatewayError"}
+
+
+def is_fatal(error: BaseException) -> bool:
+    """Whether every later call of the run would fail the same way (see :data:`FATAL_STATUS`)."""
+    return getattr(error, "status_code", None) in FATAL_STATUS or is_local_failure(error)
 
 
 def _retry_after(error: BaseException | None) -> float | None:
@@ -99,6 +142,37 @@ class LiteLLMPolicy:
         self._semaphore = asyncio.Semaphore(concurrency)
         self._wait = wait_exponential_jitter(multiplier=backoff, max=backoff_max, jitter=backoff)
 
+    def check(self) -> None:
+        """Fail now, not once per episode, if no call can work: an unknown provider or missing keys.
+
+        litellm tells which provider a model string names (:func:`litellm.get_llm_provider`) and which
+        environment variables that provider needs (:func:`litellm.validate_environment`; an
+        ``api_key`` given here counts).
+
+        Raises:
+            UnknownModel: The model string names no provider litellm knows.
+            PolicyError: (fatal) The provider's credentials are not in the environment; the message
+                names the variables.
+        """
+        litellm = litellm_module()
+        try:
+            _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
+        except Exception as e:
+            raise UnknownModel(
+                f"unknown model {self.model!r}: litellm cannot tell its provider; write it as provider/model, "
+                "e.g. openai/gpt-4o-mini (providers: https://docs.litellm.ai/docs/providers)", fatal=True,
+            ) from e
+        needed = litellm.validate_environment(self.model, api_key=self.api_key, api_base=self.api_base)
+        missing = needed.get("missing_keys") or []
+        if missing:
+            raise PolicyError(f"{self.model}: no credentials for provider {provider!r}: set "
+                              f"{', '.join(missing)} in the environment", fatal=True)
+
+    def identity(self) -> dict[str, Any]:
+        """What decides this policy's actions, recorded with a run so that a resume cannot mix two."""
+        return {"model": self.model, "api_base": self.api_base, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "extra": self.extra}
+
     def _wait_for(self, state: RetryCallState) -> float:
         backoff = self._wait(state)
         hinted = _retry_after(state.outcome.exception() if state.outcome else None)
@@ -136,8 +210,9 @@ class LiteLLMPolicy:
                     async with self._semaphore:
                         response = await asyncio.wait_for(litellm.acompletion(**kwargs), self.timeout + 5)
         except Exception as e:
-            what = f"{type(e).__name__}: {e}".strip()
-            raise PolicyError(f"{self.model}: {what[:500]} (after {retries + 1} attempt(s))") from e
+            what = " ".join(f"{type(e).__name__}: {e}".split())
+            raise PolicyError(f"{self.model}: {what[:500]} (after {retries + 1} attempt(s))",
+                              retries=retries, fatal=is_fatal(e)) from e
         return Reply(message=_to_message(response), usage=_usage(litellm, response, retries))
 
 

@@ -8,6 +8,7 @@ from agentgym.rewards.components import (
     answer_format,
     exact_answer,
     format_valid,
+    gold_answers,
     normalize_answer,
     score_tool_calls,
     tool_call_match,
@@ -23,10 +24,11 @@ from agentgym.rewards.turns import (
     process_rewards,
     turn_rewards,
 )
-from agentgym.rewards.verifier import FunctionVerifier, Verifier, as_verifier, final_text, to_reward
+from agentgym.rewards.verifier import Episode, FunctionVerifier, Verifier, as_verifier, final_text, to_reward
 
 __all__ = [
     "HACKS",
+    "Episode",
     "FunctionVerifier",
     "Gate",
     "LLMJudge",
@@ -41,6 +43,7 @@ __all__ = [
     "format_valid",
     "gated_return",
     "gated_turn_rewards",
+    "gold_answers",
     "leave_one_out_advantages",
     "normalize_answer",
     "parse_verdict",

@@ -11,22 +11,24 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
+from agentgym.errors import DataError
 from agentgym.parsing import parse_tool_calls
-from agentgym.rewards.verifier import final_text
-from agentgym.types import Reward, Task, Trajectory
+from agentgym.rewards.verifier import Episode, final_text
+from agentgym.types import Reward, Task
 
 FORMAT_ERRORS = frozenset({"malformed_json", "unknown_tool", "invalid_arguments", "no_tool_call"})
 """Tool errors that mean the model wrote a bad action (not that a well-formed call failed)."""
 
 
-def format_valid(task: Task, trajectory: Trajectory) -> Reward:
+def format_valid(episode: Episode) -> Reward:
     """1.0 when every action was well formed: parseable calls to known tools with valid arguments.
 
     A tool that ran and raised a :class:`~agentgym.errors.ToolError` is not a format error: the call
     was right, the world said no. An episode with no turns scores 0.
     """
-    bad = [kind for turn in trajectory.turns for kind in turn.tool_errors if kind in FORMAT_ERRORS]
-    ok = bool(trajectory.turns) and not bad
+    turns = episode.trajectory.turns
+    bad = [kind for turn in turns for kind in turn.tool_errors if kind in FORMAT_ERRORS]
+    ok = bool(turns) and not bad
     return Reward(value=float(ok), info={"format_errors": bad} if bad else {})
 
 
@@ -34,8 +36,8 @@ def answer_format(pattern: str) -> Any:
     """A criterion: 1.0 when the final answer text matches ``pattern`` (``re.fullmatch``, DOTALL)."""
     compiled = re.compile(pattern, re.DOTALL)
 
-    def answer_format(task: Task, trajectory: Trajectory) -> float:
-        return float(compiled.fullmatch(final_text(trajectory)) is not None)
+    def answer_format(episode: Episode) -> float:
+        return float(compiled.fullmatch(final_text(episode.trajectory)) is not None)
 
     return answer_format
 
@@ -47,17 +49,26 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
-def exact_answer(task: Task, trajectory: Trajectory) -> float:
-    """1.0 when the final answer text equals ``task.data["answer"]`` after :func:`normalize_answer`.
+def gold_answers(task: Task) -> list[str]:
+    """The task's accepted answers: ``task.data["answer"]``, one value or a list of them, as strings.
 
-    ``task.data["answer"]`` may be a list of accepted answers.
+    ``answer`` is the one field every answer-checking part of agentgym reads (:func:`exact_answer`,
+    :class:`~agentgym.rewards.LLMJudge`'s reference, the search env's F1).
+
+    Raises:
+        DataError: the task has no ``answer`` (the message names a misspelt ``answers``).
     """
     gold = task.data.get("answer")
-    if gold is None:
-        raise KeyError(f"task {task.id!r} has no data['answer'] for exact_answer")
-    accepted = gold if isinstance(gold, list) else [gold]
-    answer = normalize_answer(final_text(trajectory))
-    return float(any(answer == normalize_answer(str(g)) for g in accepted))
+    if gold is None or gold == []:
+        hint = " (it has data['answers']: the field is 'answer', a value or a list)" if "answers" in task.data else ""
+        raise DataError(f"task {task.id!r} has no gold answer in data['answer']{hint}")
+    return [str(g) for g in gold] if isinstance(gold, list | tuple) else [str(gold)]
+
+
+def exact_answer(episode: Episode) -> float:
+    """1.0 when the final answer equals one of :func:`gold_answers` after :func:`normalize_answer`."""
+    answer = normalize_answer(final_text(episode.trajectory))
+    return float(any(answer == normalize_answer(g) for g in gold_answers(episode.task)))
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -95,17 +106,17 @@ def score_tool_calls(predicted: Sequence[dict[str, Any]], gold: Sequence[dict[st
     return Reward(value=value, components={"name": names, "keys": keys_total / n, "values": values_total / n})
 
 
-def tool_call_match(task: Task, trajectory: Trajectory) -> Reward:
+def tool_call_match(episode: Episode) -> Reward:
     """Every call the model made against ``task.data["gold_calls"]`` (a list of ``{"name", "arguments"}``).
 
     See :func:`score_tool_calls` for the scoring. Malformed calls count as calls with no name.
     """
-    gold = task.data.get("gold_calls")
+    gold = episode.task.data.get("gold_calls")
     if gold is None:
-        raise KeyError(f"task {task.id!r} has no data['gold_calls'] for tool_call_match")
+        raise DataError(f"task {episode.task.id!r} has no data['gold_calls'] for tool_call_match")
     predicted = [
         {"name": call.name, "arguments": call.arguments}
-        for turn in trajectory.turns
+        for turn in episode.trajectory.turns
         for call in parse_tool_calls(turn.action)
     ]
     return score_tool_calls(predicted, gold)

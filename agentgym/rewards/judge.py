@@ -1,11 +1,11 @@
 """An LLM judge through litellm: a rubric prompt in, a structured JSON verdict out, with retries.
 
     judge = LLMJudge("openai/gpt-4o-mini", rubric="The answer must state the correct number.")
-    reward = await judge.score(task, trajectory)   # Reward(value=1.0, components={"judge": 1.0}, ...)
+    reward = await judge.score(episode)   # Reward(value=1.0, components={"judge": 1.0}, ...)
 
-The judge sees the task prompt, the reference answer when ``task.data["answer"]`` holds one, and the
-model's final answer, and must reply with ``{"reasoning": ..., "score": <0..1>}``. A reply that is
-not that JSON is asked again (``max_retries``); API errors are retried by litellm. A judge that still
+The judge sees the task prompt, the reference answer when ``task.data["answer"]`` holds one (a
+value or a list), and the model's final answer, and must reply with ``{"reasoning": ..., "score": <0..1>}``.
+A reply that is not that JSON is asked again (``max_retries``); API errors are retried by litellm. A judge that still
 fails scores 0 with ``judge_error`` set in the components, so a broken judge shows up in the run's
 metrics instead of crashing the batch. Judges are easy to fool: run
 :func:`~agentgym.rewards.probes.probe_judge` before trusting one.
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentgym.llm import litellm_module
-from agentgym.rewards.verifier import final_text
+from agentgym.rewards.verifier import Episode, final_text
 from agentgym.types import Reward, Task, Trajectory
 
 SYSTEM_PROMPT = """You are a strict grader. You read a question, a reference answer if one is given, \
@@ -89,12 +89,13 @@ class LLMJudge:
         parts = [f"Rubric: {self.rubric}", f"Question:\n{task.prompt}"]
         reference = task.data.get("answer")
         if reference is not None:
-            parts.append(f"Reference answer:\n{reference}")
+            accepted = "; ".join(map(str, reference)) if isinstance(reference, list) else reference
+            parts.append(f"Reference answer:\n{accepted}")
         parts.append(f"Response:\n<response>\n{answer}\n</response>")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 
-    async def score(self, task: Task, trajectory: Trajectory) -> Reward:
-        return await self.grade(task, self.answer(trajectory))
+    async def score(self, episode: Episode) -> Reward:
+        return await self.grade(episode.task, self.answer(episode.trajectory))
 
     async def grade(self, task: Task, answer: str) -> Reward:
         """Grade one answer to ``task`` directly (what :meth:`score` does after extracting the answer)."""

@@ -6,7 +6,7 @@
         gates=[Gate("format", threshold=1.0)],                   # a malformed episode earns at most 0
         bounds=(0.0, 1.0),
     )
-    reward = await rubric.score(task, trajectory)
+    reward = await rubric.score(episode)          # or: class QA(Env): verifier = rubric
     reward.components  # {"correct": 1.0, "format": 1.0, "judge": 0.8, "gate/format": 1.0}
 
 Every criterion's score lands in ``Reward.components`` (which the env copies into
@@ -21,8 +21,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agentgym.rewards.verifier import VerifierLike, as_verifier, verifier_name
-from agentgym.types import Reward, Task, Trajectory
+from agentgym.rewards.verifier import Episode, VerifierLike, as_verifier, verifier_name
+from agentgym.types import Reward
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,9 @@ class Rubric:
         self.bounds = bounds
         self.name = name
 
-    async def score(self, task: Task, trajectory: Trajectory) -> Reward:
+    async def score(self, episode: Episode) -> Reward:
         names = list(self.criteria)
-        rewards = await asyncio.gather(*(self.criteria[n].score(task, trajectory) for n in names))
+        rewards = await asyncio.gather(*(self.criteria[n].score(episode) for n in names))
         scores = dict(zip(names, (r.value for r in rewards), strict=True))
         components: dict[str, float] = dict(scores)
         info: dict[str, object] = {}

@@ -1,9 +1,11 @@
 """The verifier contract: score a finished episode. Plain functions are verifiers too.
 
-A verifier is anything with ``async score(task, trajectory) -> Reward``. Most are simpler than that:
-a function ``(task, trajectory) -> float | bool | Reward``, sync or async, which :func:`as_verifier`
-wraps. Keeping the contract this small is what lets a rubric, an LLM judge and a one-line exact-match
-check be mixed freely and nested inside each other.
+A verifier is anything with ``async score(episode) -> Reward``. Most are simpler than that: a
+function ``(episode) -> float | bool | Reward``, sync or async, which :func:`as_verifier` wraps.
+The :class:`Episode` it receives is everything a verifier may read: the task, the trajectory (with
+its final answer), and the final state the env chose to expose (a database, a repository diff, a
+page). Keeping the contract this small is what lets a rubric, an LLM judge and a one-line check be
+mixed freely, nested inside each other, and declared as an env's ``verifier``.
 """
 
 from __future__ import annotations
@@ -11,20 +13,50 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentgym.types import Reward, Task, Trajectory
 
+if TYPE_CHECKING:
+    from agentgym.env import Env
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What a verifier sees of an episode: read it, do not change it.
+
+    Attributes:
+        task: The task the episode played.
+        trajectory: The episode as recorded (the same record the JSONL file gets).
+        state: What the env's :meth:`~agentgym.env.Env.final_state` returned when the episode ended:
+            a snapshot of the world the model acted on, e.g. a database to compare with the expected
+            one. ``None`` when the env exposes none, or when a saved trajectory is scored offline.
+        env: The live environment, for verifiers that need its services (a fresh sandbox from its
+            backend, ``CodeEnv.run_tests``); ``None`` when a saved trajectory is scored offline.
+    """
+
+    task: Task
+    trajectory: Trajectory
+    state: Any = None
+    env: Env | None = None
+
+    @property
+    def final_answer(self) -> str | None:
+        """The answer the model gave (``trajectory.final_answer``): a final tool's, or its last text's."""
+        return self.trajectory.final_answer
+
+
 Score = float | bool | Reward
-ScoreFn = Callable[[Task, Trajectory], Score | Awaitable[Score]]
+ScoreFn = Callable[[Episode], Score | Awaitable[Score]]
 
 
 @runtime_checkable
 class Verifier(Protocol):
     """Scores a finished episode; deterministic checks, rubrics and LLM judges all fit."""
 
-    async def score(self, task: Task, trajectory: Trajectory) -> Reward:
-        """The outcome reward of ``trajectory`` on ``task``."""
+    async def score(self, episode: Episode) -> Reward:
+        """The outcome reward of ``episode``."""
         ...
 
 
@@ -47,14 +79,14 @@ def verifier_name(obj: Any) -> str:
 
 
 class FunctionVerifier:
-    """A plain scoring function, sync or async, seen as a :class:`Verifier`."""
+    """A plain scoring function ``(episode) -> float | bool | Reward``, sync or async, seen as a :class:`Verifier`."""
 
     def __init__(self, fn: ScoreFn, *, name: str | None = None) -> None:
         self.fn = fn
         self.name = name or verifier_name(fn)
 
-    async def score(self, task: Task, trajectory: Trajectory) -> Reward:
-        value = self.fn(task, trajectory)
+    async def score(self, episode: Episode) -> Reward:
+        value = self.fn(episode)
         if inspect.isawaitable(value):
             value = await value
         return to_reward(value)
@@ -74,12 +106,12 @@ _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 
 
 def final_text(trajectory: Trajectory) -> str:
-    """The model's final answer in words: the last assistant text, with any ``<think>`` block removed.
+    """The model's final answer as text, with any ``<think>`` block removed.
 
-    A final tool's argument is not text the model wrote to a reader, so envs whose answer is a tool
-    argument score it in their own verifier instead.
+    ``trajectory.final_answer`` when the env recorded one (a final tool's answer, or the reply that
+    ended the episode); otherwise the last assistant text, for a trajectory cut off before it answered.
     """
-    for turn in reversed(trajectory.turns):
-        if turn.action.role == "assistant":
-            return _THINK.sub("", turn.action.text).strip()
-    return ""
+    text = trajectory.final_answer
+    if text is None:
+        text = next((t.action.text for t in reversed(trajectory.turns) if t.action.role == "assistant"), "")
+    return _THINK.sub("", text).strip()

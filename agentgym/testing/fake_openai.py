@@ -2,9 +2,9 @@
 
 It stands in for a hosted LLM: requests go over real HTTP through litellm or the openai client, and
 the server answers with real response bodies, including OpenAI's error shapes (429 rate limit, 500
-server error) and a response that never comes (a hang), so retry and timeout paths are exercised for
-real. It runs its own event loop in a background thread so that sync code, async code and child
-processes (the CLI) can all talk to it.
+server error, 4xx refusals, a 401 for a key it does not accept) and a response that never comes (a
+hang), so retry, no-retry and timeout paths are exercised for real. It runs its own event loop in a
+background thread so that sync code, async code and child processes (the CLI) can all talk to it.
 
     def answer(request: dict) -> dict:
         return completion(content="hello")
@@ -25,10 +25,14 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-Fault = Literal["429", "500", "503", "hang", "bad_json"]
+Fault = Literal["400", "401", "403", "404", "429", "500", "503", "hang", "bad_json"]
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 _ERRORS = {
+    "400": (400, "invalid_request_error", None, "This model's maximum context length is 8192 tokens."),
+    "401": (401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    "403": (403, "invalid_request_error", "unsupported_country_region_territory", "Country not supported."),
+    "404": (404, "invalid_request_error", "model_not_found", "The model does not exist or you do not have access."),
     "429": (429, "rate_limit_exceeded", "requests", "Rate limit reached for requests. Please try again in 1s."),
     "500": (500, "server_error", None, "The server had an error while processing your request."),
     "503": (503, "server_error", None, "The engine is currently overloaded, please try again later."),
@@ -72,11 +76,14 @@ class FakeOpenAI:
     Args:
         responder: Turns a request body (``model``, ``messages``, ``tools``...) into a response body,
             usually built with :func:`completion`.
-        faults: Faults served, in order, before normal answers: ``"429"``, ``"500"``, ``"503"``,
-            ``"hang"`` (the response never comes until the client gives up), ``"bad_json"``.
+        faults: Faults served, in order, before normal answers: an HTTP error by its status (``"429"``,
+            ``"500"``, ``"503"``, ``"400"``, ``"401"``, ``"403"``, ``"404"``), ``"hang"`` (the
+            response never comes until the client gives up), ``"bad_json"``.
         fault_every: Instead of (or after) the ``faults`` queue, inject ``fault_cycle`` faults
             one request in every ``fault_every``.
         fault_cycle: The faults used with ``fault_every``, in rotation.
+        api_key: The only key accepted; any other gets OpenAI's 401. By default any key is accepted
+            (a request with none always gets the 401).
     """
 
     def __init__(
@@ -87,8 +94,10 @@ class FakeOpenAI:
         fault_every: int = 0,
         fault_cycle: Iterable[Fault] = ("429", "500", "hang"),
         hang_seconds: float = 120.0,
+        api_key: str | None = None,
     ) -> None:
         self.responder = responder
+        self.api_key = api_key
         self.faults: list[Fault] = list(faults)
         self.fault_every = fault_every
         self.fault_cycle: list[Fault] = list(fault_cycle)
@@ -115,9 +124,12 @@ class FakeOpenAI:
             self.served[kind] = self.served.get(kind, 0) + 1
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        if not request.headers.get("Authorization", "").startswith("Bearer "):
-            return web.json_response({"error": {"message": "Missing API key", "type": "invalid_request_error",
-                                                "param": None, "code": "invalid_api_key"}}, status=401)
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer ") or (self.api_key is not None and auth != f"Bearer {self.api_key}"):
+            self._count("401")
+            return web.json_response({"error": {"message": "Incorrect API key provided.",
+                                                "type": "invalid_request_error", "param": None,
+                                                "code": "invalid_api_key"}}, status=401)
         body = await request.json()
         with self._lock:
             self.requests.append(body)

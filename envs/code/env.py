@@ -12,11 +12,12 @@ from agentgym.env import Env
 from agentgym.errors import ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
-from agentgym.types import Reward, Task
+from agentgym.types import Task
 
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
 from .verifier import Report, verify
+from .verify import PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -30,15 +31,16 @@ class CodeEnv(Env):
     """Write a Python function: try code in a persistent session, then submit the function.
 
     Tasks are HumanEval's 164 problems by default, or any JSONL file with the same fields
-    (``CodeEnv(tasks_path=...)``). The verifier (:mod:`~agentgym.envs.code.verifier`) runs the
-    submission and the task's tests in two sandboxes of their own (never the model's), and only plain
-    values cross between them, so nothing the submission does can decide its grade
-    (docs/threat-model.md). The reward is 1 when
-    every test passes, else 0, and ``trajectory.info["tests"]`` lists each test with its result.
+    (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``). The verifier (:class:`PassesTests`, through
+    :mod:`~agentgym.envs.code.verifier`) runs the submission and the task's tests in two sandboxes of
+    their own (never the model's), and only plain values cross between them, so nothing the
+    submission does can decide its grade (docs/threat-model.md). The reward is 1 when every test
+    passes, else 0, and ``trajectory.info["tests"]`` lists each test with its result.
     """
 
     max_turns = 8
     sandbox_image = "python"
+    verifier = PassesTests()
     verify_timeout = 20.0
     """Seconds the submission and its tests may take in all; past it the tests left fail."""
 
@@ -46,13 +48,18 @@ class CodeEnv(Env):
         """
         Args:
             tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
-            **kwargs: ``max_turns`` and ``sandbox``, as for :class:`~agentgym.env.Env`.
+            **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
         super().__init__(**kwargs)
         self.tasks_path = tasks_path
 
     def tasks(self) -> Sequence[Task]:
-        return load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+        return self.load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+
+    @classmethod
+    def load_tasks(cls, path: str | Path) -> list[Task]:
+        """Tasks from a HumanEval-format JSONL file (``task_id``, ``prompt``, ``test``, ``entry_point``)."""
+        return load_tasks(path)
 
     def system_prompt(self, task: Task) -> str:
         return "You are an expert Python programmer. Use the tools to test your code before submitting."
@@ -94,17 +101,10 @@ class CodeEnv(Env):
         blocks = FENCED_CODE.findall(text)
         return blocks[-1] if blocks else text
 
-    async def score(self) -> Reward:
-        assert self.task is not None
-        await self.release_sandbox()  # the session is done with; the tests get sandboxes of their own
-        if not self.final_answer:
-            return Reward(value=0.0, info={"tests": [], "verifier": "no submission"})
-        report = await self.run_tests(self.task, self.final_answer)
-        return Reward(
-            value=1.0 if report.all_passed else 0.0,
-            components={"tests_passed_fraction": report.passed / report.total if report.total else 0.0},
-            info={"tests": report.tests, "verifier": report.error or "ok"},
-        )
+    async def final_state(self) -> None:
+        """Nothing to show the verifier; the session is done with, so give it back (the tests get sandboxes
+        of their own)."""
+        await self.release_sandbox()
 
     async def run_tests(self, task: Task, solution: str) -> Report:
         """Run ``task``'s tests on ``solution``: the submission and the tests each in a sandbox of their own.

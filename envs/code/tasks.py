@@ -8,12 +8,12 @@ whose ``test`` cannot grade anything (no ``check``, or no test statement in it) 
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 from agentgym.errors import DataError
-from agentgym.types import Task
+from agentgym.types import Task, read_tasks
 
 from .testplan import TaskError, plan
 
@@ -36,28 +36,29 @@ def humaneval_path() -> Path:
 
 
 def load_tasks(path: str | Path | None = None) -> list[Task]:
-    """Tasks from a HumanEval-format JSONL file (gzipped or not); HumanEval itself by default."""
-    path = Path(path) if path is not None else humaneval_path()
-    opener = gzip.open if path.suffix == ".gz" else open
-    tasks = []
+    """Tasks from a HumanEval-format JSONL file (gzipped or not); HumanEval itself by default.
+
+    Raises:
+        DataError: The file is unreadable, or a row is malformed; the message names file and line.
+    """
+    return read_tasks(path if path is not None else humaneval_path(), _task_from_row)
+
+
+def _task_from_row(row: dict[str, Any]) -> Task:
+    """One HumanEval row as a task; a missing or non-string field is a ``ValueError`` naming it."""
+    missing = [k for k in REQUIRED_FIELDS if k not in row]
+    if missing:
+        raise ValueError(f"missing field(s) {', '.join(missing)}")
+    for key in (*REQUIRED_FIELDS, "canonical_solution"):
+        value = row.get(key)
+        if not isinstance(value, str) and not (key == "canonical_solution" and value is None):
+            raise ValueError(f"{key} must be a string, got {json.dumps(value)[:60]}")
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                missing = [k for k in REQUIRED_FIELDS if k not in row]
-                if missing:
-                    raise DataError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
-                try:
-                    plan(row["test"], row["entry_point"])
-                except TaskError as e:
-                    raise DataError(f"{path}:{lineno}: task {row['task_id']}: {e}") from None
-                tasks.append(Task(
-                    id=row["task_id"],
-                    prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",
-                    data={k: row.get(k) for k in (*REQUIRED_FIELDS, "canonical_solution")},
-                ))
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataError(f"cannot read tasks from {path}: {e}") from e
-    return tasks
+        plan(row["test"], row["entry_point"])
+    except TaskError as e:
+        raise ValueError(f"task {row['task_id']}: {e}") from None
+    return Task(
+        id=row["task_id"],
+        prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",
+        data={k: row.get(k) for k in (*REQUIRED_FIELDS, "canonical_solution")},
+    )

@@ -18,7 +18,7 @@ submission's sandbox saw the tests' arguments: it is wiped and goes back to the 
 A grader's sandbox holds the hidden tests, but its session only ever runs the grader's server,
 which forks a child per verification and kills it after (:mod:`~agentgym.envs.code.grader`): it
 is kept for the next verification as it is, without a wipe, and wiped only when it failed or grew
-old. With a provider object (``CodeEnv(sandbox=pool)``) both come from it and are destroyed after
+old. With a provider object (``CodeEnv(sandbox_backend=pool)``) both come from it and are destroyed after
 use. So a verification costs what it did when one sandbox did it all (one wipe, besides the
 episode's own), plus two round trips to warm sandboxes per candidate call, a fraction of a
 millisecond each.

@@ -58,7 +58,10 @@ class SearchProviderError(EnvError):
 class SearchBackend(Protocol):
     """A search engine the environment can query."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """A short name for logs and cache keys."""
+        ...
 
     async def search(self, query: str, k: int) -> list[SearchResult]:
         """The top ``k`` results for ``query``, best first."""

@@ -6,16 +6,17 @@ import json
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentgym.env import Env, ToolResult
 from agentgym.envs.search.backend import SearchBackend, SearchResult, current_task
 from agentgym.envs.search.cache import CacheMode, RecordReplay
 from agentgym.envs.search.data import SPLITS, load_corpus
-from agentgym.envs.search.verify import normalize_answer, score_answer
-from agentgym.errors import EnvError, ToolError
+from agentgym.envs.search.verify import AnswerScore, normalize_answer
+from agentgym.errors import DataError, EnvError, ToolError
+from agentgym.rewards import gold_answers
 from agentgym.tools import tool
-from agentgym.types import Reward, Task
+from agentgym.types import Task, read_tasks
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
@@ -33,7 +34,7 @@ def corpus_tasks(split: str) -> tuple[Task, ...]:
     """The questions of one split (or ``"all"``) as tasks; shared by every env in the process."""
     return tuple(
         Task(id=f"{q.split}/{q.id}", prompt=q.question,
-             data={"answers": list(q.answers), "paragraph_ids": [q.paragraph_id], "split": q.split})
+             data={"answer": list(q.answers), "paragraph_ids": [q.paragraph_id], "split": q.split})
         for q in load_corpus().questions if split in ("all", q.split)
     )
 
@@ -56,12 +57,23 @@ def make_backend(name: str) -> SearchBackend:
     return PROVIDERS[name]()
 
 
+def _task_with_answer(row: dict[str, Any]) -> Task:
+    """A task row that carries its gold answer; ``ValueError`` (which ``read_tasks`` places) when not."""
+    task = Task.model_validate(row)
+    try:
+        gold_answers(task)
+    except DataError as e:
+        raise ValueError(str(e)) from e
+    return task
+
+
 class SearchEnv(Env):
     """Open-domain question answering with a search engine (SQuAD v1.1 dev and SQuADShifts).
 
-    The model searches, opens results page by page, and calls ``answer``. The outcome reward is the
-    SQuAD token F1 against every gold answer (``metric="em"`` for exact match); both are reported
-    as components. Two optional turn rewards shape the search itself: ``hit_reward`` the first time a
+    The model searches, opens results page by page, and calls ``answer``. The verifier
+    (:class:`~agentgym.envs.search.verify.AnswerScore`) gives the SQuAD token F1 against every gold
+    answer in ``task.data["answer"]`` (``metric="em"`` for exact match); both are reported as
+    components. Two optional turn rewards shape the search itself: ``hit_reward`` the first time a
     gold paragraph shows up in the results (for web backends, whose results cannot be matched to
     paragraphs, the first time a gold answer shows up in a snippet), and ``-repeat_penalty`` for a
     query the episode already ran. Whether each search hit or repeated is always in the turn's info.
@@ -79,11 +91,10 @@ class SearchEnv(Env):
         hit_reward: Turn reward for the first search that retrieves gold evidence.
         repeat_penalty: Subtracted from the turn reward for each repeated query.
         page_chars: Characters per page of ``open``.
-        tasks_path: A JSONL file of :class:`~agentgym.types.Task` objects (``data.answers`` holds the
-            gold answers) to use instead of the corpus's questions, e.g. for a web backend.
-        max_turns: Override the class's turn limit.
-        sandbox: Ignored (this env needs no sandbox); accepted so that generic callers such as
-            ``agentgym eval`` can pass it to every env.
+        tasks_path: A JSONL file of :class:`~agentgym.types.Task` objects (``data.answer`` holds the
+            gold answer or a list of them) to use instead of the corpus's questions, e.g. for a web
+            backend; read by :meth:`load_tasks`.
+        **kwargs: ``max_turns``, ``verifier``... as for :class:`~agentgym.env.Env`.
     """
 
     max_turns = 8
@@ -101,10 +112,10 @@ class SearchEnv(Env):
         repeat_penalty: float = 0.0,
         page_chars: int = 2000,
         tasks_path: str | Path | None = None,
-        max_turns: int | None = None,
-        sandbox: object = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(max_turns=max_turns, sandbox=None)
+        kwargs.setdefault("verifier", AnswerScore(metric))
+        super().__init__(**kwargs)
         if split != "all" and split not in SPLITS:
             raise EnvError(f"unknown split {split!r}: use all, {', '.join(SPLITS)}")
         if page_chars < 200:
@@ -115,7 +126,6 @@ class SearchEnv(Env):
         engine = make_backend(backend) if isinstance(backend, str) else backend
         self.backend: SearchBackend = (RecordReplay(engine, cache, mode=cache_mode) if cache is not None
                                        else engine)
-        self.metric = metric
         self.hit_reward = hit_reward
         self.repeat_penalty = repeat_penalty
         self.page_chars = page_chars
@@ -123,15 +133,18 @@ class SearchEnv(Env):
         self._hit = False
 
     def tasks(self) -> Sequence[Task]:
-        if self.tasks_path is not None:
-            lines = self.tasks_path.read_text(encoding="utf-8").splitlines()
-            return [Task.model_validate_json(line) for line in lines if line.strip()]
-        return corpus_tasks(self.split)
+        return self.load_tasks(self.tasks_path) if self.tasks_path is not None else corpus_tasks(self.split)
+
+    @classmethod
+    def load_tasks(cls, path: str | Path) -> list[Task]:
+        """:class:`~agentgym.types.Task` objects, one JSON a line, each with its gold answer(s) in ``data.answer``."""
+        return read_tasks(path, to_task=_task_with_answer)
 
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT
 
     async def setup(self, task: Task) -> None:
+        gold_answers(task)  # a task with no gold answer is refused now, not scored 0 at the end
         self._queries, self._hit = set(), False
 
     async def teardown(self) -> None:
@@ -203,12 +216,9 @@ class SearchEnv(Env):
         return answer
 
     # ----------------------------------------------------------------- scoring
-    async def score(self) -> Reward:
-        assert self.task is not None
-        golds = self.task.data.get("answers", [])
-        em, f1 = score_answer(self.final_answer or "", golds)
-        return Reward(value=f1 if self.metric == "f1" else em, components={"em": em, "f1": f1},
-                      info={"answer": self.final_answer, "gold_answers": golds, "retrieval_hit": self._hit})
+    async def final_state(self) -> dict[str, bool]:
+        """Whether any search retrieved gold evidence: the verifier records it beside the answer's score."""
+        return {"retrieval_hit": self._hit}
 
     def _is_hit(self, results: list[SearchResult]) -> bool:
         assert self.task is not None
@@ -217,7 +227,7 @@ class SearchEnv(Env):
             return True
         if self.backend.name == "local":
             return False
-        golds = [normalize_answer(a) for a in self.task.data.get("answers", [])]
+        golds = [normalize_answer(a) for a in gold_answers(self.task)]
         snippets = [normalize_answer(f"{r.title} {r.snippet}") for r in results]
         return any(g and g in s for g in golds for s in snippets)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from agentgym.policies.base import Reply
+from agentgym.rewards import gold_answers
 from agentgym.types import Message, Task, ToolCall, ToolSpec, assistant
 
 
@@ -39,7 +40,7 @@ class ReferencePolicy:
             if results:
                 return _call(messages, "open", id_or_url=results[0]["id"])
         page = last.text if last.name == "open" else ""
-        found = next((a for a in task.data.get("answers", []) if a and a in page), None)
+        found = next((a for a in gold_answers(task) if a and a in page), None)
         return _call(messages, "answer", answer=found or "unknown")
 
 

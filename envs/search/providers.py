@@ -33,7 +33,7 @@ from typing import Any, ClassVar, TypeVar
 import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult
+from agentgym.envs.search.backend import Document, SearchBackend, SearchProviderError, SearchResult
 from agentgym.errors import ToolError
 
 _TAGS = re.compile(r"<[^>]+>")
@@ -316,4 +316,4 @@ class SearXNG(HTTPProvider):
                 for rank, r in enumerate(results, 1)]
 
 
-PROVIDERS: dict[str, type[HTTPProvider]] = {p.name: p for p in (Tavily, Brave, Serper, SearXNG)}
+PROVIDERS: dict[str, Callable[[], SearchBackend]] = {p.name: p for p in (Tavily, Brave, Serper, SearXNG)}

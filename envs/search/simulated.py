@@ -25,6 +25,7 @@ from typing import Any
 from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult, current_task
 from agentgym.errors import ToolError
 from agentgym.llm import litellm_module
+from agentgym.rewards import gold_answers
 
 _PROMPT = """You are a web search engine. Write the top {k} results for the query below, as JSON:
 {{"results": [{{"title": "...", "url": "https://...", "snippet": "one or two sentences", \
@@ -111,7 +112,7 @@ class SimulatedSearch:
         noisy = [self.rng.random() < self.noise for _ in range(k)]
         kinds = ", ".join(f"{i} {'noisy' if n else 'useful'}" for i, n in enumerate(noisy, 1))
         task = current_task.get() if self.answer_hint else None
-        answers = task.data.get("answers") if task is not None else None
+        answers = gold_answers(task) if task is not None else None
         hint = _HINT.format(question=task.prompt, answer=answers[0]) if task is not None and answers else ""
         prompt = _PROMPT.format(k=k, kinds=kinds, query=query, hint=hint)
         entries: list[dict[str, Any]] | None = None

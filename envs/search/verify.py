@@ -10,6 +10,10 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable
+from typing import Literal
+
+from agentgym.rewards import Episode, gold_answers
+from agentgym.types import Reward
 
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -45,3 +49,27 @@ def score_answer(prediction: str, golds: Iterable[str]) -> tuple[float, float]:
     if not golds:
         return 0.0, 0.0
     return max(exact_match(prediction, g) for g in golds), max(token_f1(prediction, g) for g in golds)
+
+
+class AnswerScore:
+    """The search env's verifier: the final answer's SQuAD F1 (or EM) against ``task.data["answer"]``.
+
+    Both scores are components; ``info`` holds the answer, the gold answers, and what the env's final
+    state says (``retrieval_hit``). It needs no live env, so saved trajectories can be scored again.
+
+    Args:
+        metric: Which score is the reward.
+    """
+
+    name = "answer"
+
+    def __init__(self, metric: Literal["f1", "em"] = "f1") -> None:
+        if metric not in ("f1", "em"):
+            raise ValueError(f"metric must be 'f1' or 'em', not {metric!r}")
+        self.metric = metric
+
+    async def score(self, episode: Episode) -> Reward:
+        golds = gold_answers(episode.task)
+        em, f1 = score_answer(episode.final_answer or "", golds)
+        info = {"answer": episode.final_answer, "gold_answers": golds, **(episode.state or {})}
+        return Reward(value=f1 if self.metric == "f1" else em, components={"em": em, "f1": f1}, info=info)

@@ -8,10 +8,17 @@ from typing import Any
 from agentgym.env import Env, ToolResult
 from agentgym.parsing import native_tool_call
 from agentgym.policies.base import Policy, Reply
+from agentgym.rewards import Episode
 from agentgym.tools import tool
 from agentgym.types import Message, Reward, Task, ToolSpec
 
 COLOURS = ("red", "green", "blue")
+
+
+def said_the_colour(episode: Episode) -> Reward:
+    """1 when the colour said (the final answer) is the task's colour."""
+    correct = float(episode.final_answer == episode.task.data["colour"])
+    return Reward(value=correct, components={"correct": correct})
 
 
 class ColourEnv(Env):
@@ -24,16 +31,10 @@ class ColourEnv(Env):
 
     max_turns = 3
     text_ends_episode = True
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.said: str | None = None
+    verifier = said_the_colour
 
     def tasks(self) -> Sequence[Task]:
         return [Task(id=c, prompt="Pick a colour.", data={"colour": c}) for c in COLOURS]
-
-    async def setup(self, task: Task) -> None:
-        self.said = None
 
     @tool
     async def hint(self) -> ToolResult:
@@ -47,16 +48,12 @@ class ColourEnv(Env):
         Args:
             colour: One of red, green or blue.
         """
-        self.said = colour
+        self.final_answer = colour
         return f"You said {colour}."
-
-    async def score(self) -> Reward:
-        correct = self.task is not None and self.said == self.task.data["colour"]
-        return Reward(value=float(correct), components={"correct": float(correct)})
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
-        return {"reference": HintThenSay}
+        return {"reference": HintThenSay, "baseline": SayRed}
 
 
 class HintThenSay:
@@ -72,6 +69,16 @@ class HintThenSay:
         return Reply(message=Message(role="assistant", tool_calls=[call]))
 
 
+class SayRed:
+    """Says red at once: right on one task in three."""
+
+    name = "baseline"
+
+    async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
+        call = native_tool_call("call_0", "say", {"colour": "red"})
+        return Reply(message=Message(role="assistant", tool_calls=[call]))
+
+
 def say_examples() -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
     """(prompt, reply) pairs calling ``say`` with each colour, then closing after its answer.
 
@@ -79,8 +86,8 @@ def say_examples() -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
     them picks colours about uniformly and reinforcement learning has something left to learn. The
     closing replies matter when TRL runs the loop: it lets the model speak again after a tool result.
     """
-    prompt = [{"role": "user", "content": "Pick a colour."}]
-    out = []
+    prompt: list[dict[str, Any]] = [{"role": "user", "content": "Pick a colour."}]
+    out: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     for colour in COLOURS:
         fn = {"name": "say", "arguments": {"colour": colour}}
         call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": fn}]}

@@ -21,7 +21,7 @@ def test_eval_hosted_model_through_429_500_and_hangs(tmp_path):
     out = tmp_path / "run.jsonl"
     with FakeOpenAI(humaneval_model, fault_every=3, fault_cycle=["429", "500", "hang"], hang_seconds=60) as server:
         done = agentgym("eval", "code", "--model", "openai/fake-model", "--api-base", server.base_url,
-                        "--limit", "12", "--concurrency", "4", "--sandbox", "local", "--request-timeout", "2",
+                        "--limit", "12", "--concurrency", "4", "--sandbox", "local", "--request-timeout", "4",
                         "--out", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.with_suffix(".summary.json").read_text())

@@ -37,7 +37,7 @@ def submit(code: str) -> Message:
 
 async def grade(backend: str, task: Task, code: str, *, timeout: float | None = None) -> Trajectory:
     """One episode that submits ``code`` at once; its finished trajectory."""
-    async with make("code", sandbox=backend) as env:
+    async with make("code", sandbox_backend=backend) as env:
         if timeout is not None:
             env.verify_timeout = timeout
         await env.reset(task)
@@ -330,7 +330,7 @@ async def test_files_a_test_writes_cannot_plant_code_in_a_later_grading(backend)
         "        obj.send('done')\n"
         "        os._exit(0)\n"
     )
-    async with make("code", sandbox=backend) as env:
+    async with make("code", sandbox_backend=backend) as env:
         await env.reset(note)
         await env.step(submit(f"def note():\n    return ['random.py', {planted!r}]\n"))
         await env.reset(HUMANEVAL["HumanEval/53"])  # its tests import random
@@ -423,7 +423,7 @@ def test_a_task_file_without_tests_is_refused_on_load(tmp_path, case):
 
 async def test_an_episode_on_a_task_without_tests_is_an_error_with_the_reason(backend):
     bare = task("bare", "def f(x):\n    \"\"\"x.\"\"\"\n", "def check(candidate):\n    pass\n", "f")
-    async with make("code", sandbox=backend) as env:
+    async with make("code", sandbox_backend=backend) as env:
         trajectory = await rollout(env, ReferenceSolution(), bare)
     assert trajectory.outcome == "error"
     assert "task bare: check(candidate) has no test statement" in (trajectory.failure or "")
@@ -432,7 +432,7 @@ async def test_an_episode_on_a_task_without_tests_is_an_error_with_the_reason(ba
 async def test_a_test_module_that_crashes_before_check_is_an_error(backend):
     broken = task("broken", "def f(x):\n    \"\"\"x.\"\"\"\n",
                   "import no_such_module\n\ndef check(candidate):\n    assert candidate(1) == 1\n", "f")
-    async with make("code", sandbox=backend) as env:
+    async with make("code", sandbox_backend=backend) as env:
         trajectory = await rollout(env, ReferenceSolution(), broken)
     assert trajectory.outcome == "error"
     assert "failed before check ran: ModuleNotFoundError" in (trajectory.failure or "")
@@ -470,7 +470,7 @@ class Recorder:
 async def test_verification_only_runs_python_and_destroys_a_providers_sandboxes(backend):
     """No file, no fixed path: only ``run_python``; and sandboxes from a provider are never lent again."""
     recorder = Recorder(backend)
-    env = CodeEnv(sandbox=recorder)
+    env = CodeEnv(sandbox_backend=recorder)
     target = HUMANEVAL["HumanEval/0"]
     report = await env.run_tests(target, target.data["prompt"] + target.data["canonical_solution"])
     assert report.all_passed and report.total == 7
@@ -491,7 +491,7 @@ async def test_verifier_sandboxes_are_never_lent_to_a_model(backend, monkeypatch
 
     monkeypatch.setattr(verifier, "_acquire_pair", spy)
     model_ids: set[str] = set()
-    async with make("code", sandbox=backend) as env:
+    async with make("code", sandbox_backend=backend) as env:
         for target in list(HUMANEVAL.values())[:6]:
             await env.reset(target)
             model_ids.add(env.sandbox.id)

@@ -14,7 +14,7 @@ from agentgym.rollout import rollout
 
 
 async def test_reference_passes_all_164_and_the_bare_prompt_none(backend):
-    env_kwargs = {"sandbox": backend}
+    env_kwargs = {"sandbox_backend": backend}
     ref, ref_runs = await evaluate("code", ReferenceSolution(), env_kwargs=env_kwargs, concurrency=8,
                                    progress=False)
     assert (ref.episodes, ref.successes) == (164, 164), ref.failures
@@ -28,7 +28,7 @@ async def test_reference_passes_all_164_and_the_bare_prompt_none(backend):
 
 
 async def test_per_test_detail_and_plain_text_answers():
-    async with make("code", sandbox="local") as env:
+    async with make("code", sandbox_backend="local") as env:
         task = env.tasks()[2]  # truncate_number: return number % 1.0
         await env.reset(task)
         wrong = "```python\ndef truncate_number(number: float) -> float:\n    return 0.5\n```"
@@ -41,7 +41,7 @@ async def test_per_test_detail_and_plain_text_answers():
 
 
 async def test_python_tool_is_stateful_and_reports_errors():
-    async with make("code", sandbox="local") as env:
+    async with make("code", sandbox_backend="local") as env:
         await env.reset(env.tasks()[0])
         calls = [ToolCall(id="a", name="python", arguments=json.dumps({"code": "x = 41"})),
                  ToolCall(id="b", name="python", arguments=json.dumps({"code": "print(x + 1)\n1/0"}))]
@@ -56,7 +56,7 @@ async def test_user_tasks_from_jsonl(tmp_path):
              "test": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(-1) == -2\n"}]
     path = tmp_path / "tasks.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    async with make("code", sandbox="local", tasks_path=path) as env:
+    async with make("code", sandbox_backend="local", tasks_path=path) as env:
         (task,) = env.tasks()
         trajectory = await rollout(env, ReferenceSolution(), task)
     assert trajectory.outcome_reward == 1.0 and len(trajectory.info["tests"]) == 2

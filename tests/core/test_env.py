@@ -85,7 +85,7 @@ def test_make_suggests_close_names_and_rejects_bad_kwargs():
 def test_builtin_envs_come_through_the_entry_point():
     import agentgym
 
-    assert "code" in agentgym.registered()
+    assert "agentgym/code-v0" in agentgym.registered()
 
 
 async def test_end_scores_an_episode_stopped_early():
@@ -99,3 +99,30 @@ async def test_end_scores_an_episode_stopped_early():
     assert env.trajectory.reward == pytest.approx(0.1)
     with pytest.raises(EnvError, match="already ended"):
         await env.end()
+
+
+async def test_step_takes_openai_format_messages():
+    """A dict as written by hand or dumped by the OpenAI SDK, and the SDK's own message object."""
+    from openai.types.chat import ChatCompletionMessage
+
+    add = {"role": "assistant", "content": None,
+           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"amount": 2}'}}]}
+    submit = ChatCompletionMessage.model_validate(
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "submit", "arguments": '{"total": 2}'}}]})
+    async with make("test/Counter-v0") as env:
+        await env.reset(env.tasks()[0])  # target 2
+        first = await env.step(add)
+        assert first.observation[0].text == "total is 2" and first.observation[0].tool_call_id == "c1"
+        assert (await env.step(submit.model_dump())).terminated
+        assert env.trajectory.outcome_reward == 1.0
+        assert env.trajectory.turns[0].action == Message(role="assistant", tool_calls=[
+            ToolCall(id="c1", name="add", arguments='{"amount": 2}')])
+        await env.reset(env.tasks()[0])
+        await env.step(add)
+        assert (await env.step(submit)).terminated and env.trajectory.outcome_reward == 1.0
+        await env.reset(env.tasks()[0])
+        with pytest.raises(EnvError, match="step\\(\\) needs an assistant message: role: Input should be"):
+            await env.step({"content": "no role"})
+        with pytest.raises(EnvError, match="got str"):
+            await env.step("add 2")

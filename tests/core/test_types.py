@@ -1,5 +1,8 @@
+import pytest
+
 from agentgym import Message, Task, ToolCall, Trajectory, Turn, Usage, read_jsonl, write_jsonl
-from agentgym.types import ImagePart, TextPart
+from agentgym.errors import DataError
+from agentgym.types import ImagePart, TextPart, read_tasks
 
 
 def test_trajectory_jsonl_round_trip_is_lossless(tmp_path):
@@ -31,3 +34,37 @@ def test_openai_round_trip():
     assert wire["tool_calls"][0] == {"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     assert Message.from_openai(wire) == msg
     assert Task(id="a", prompt="p").data == {}
+
+
+def test_a_bad_row_inside_a_trajectory_file_is_named_not_skipped(tmp_path):
+    good = Trajectory(task_id="a", env="e").model_dump_json()
+    path = tmp_path / "t.jsonl"
+    path.write_text(f"{good}\n{{\"task_id\": 3}}\n{good}\n")
+    with pytest.raises(DataError, match=r"t.jsonl:2: not a trajectory: "):
+        read_jsonl(path)
+
+
+@pytest.mark.parametrize("lines, expected", [
+    ([b'{"id": "a", "prompt": "p"}', b'{"id": "b", "prompt": "p"'],
+     "tasks.jsonl:2: not valid JSON: Expecting ',' delimiter (column 26)"),
+    ([b'{"id": 3, "prompt": "p"}'], "tasks.jsonl:1: id: Input should be a valid string (got 3)"),
+    ([b'{"id": "a", "prompt": null}'], "tasks.jsonl:1: prompt: Input should be a valid string (got null)"),
+    ([b'{"id": "a"}'], "tasks.jsonl:1: missing field 'prompt'"),
+    ([b"", b"[1, 2]"], "tasks.jsonl:2: expected a JSON object, got an array [1, 2]"),
+    ([b'{"id": "a", "prompt": "caf\xe9"}'], "tasks.jsonl:1: not UTF-8 text (byte 0xe9 at column 27)"),
+    ([b'{"id": "a", "prompt": "p"}', b'{"id": "a", "prompt": "q"}'],
+     "tasks.jsonl:2: duplicate task id 'a' (first on line 1)"),
+])
+def test_task_file_errors_name_the_file_and_line(tmp_path, lines, expected):
+    path = tmp_path / "tasks.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(DataError) as caught:
+        read_tasks(path)
+    assert str(caught.value) == f"{tmp_path}/{expected}"
+
+
+def test_task_file_round_trip(tmp_path):
+    tasks = [Task(id="a", prompt="p", data={"answers": ["x"]}), Task(id="b", prompt="q", system="s")]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(t.model_dump_json() + "\n\n" for t in tasks))
+    assert read_tasks(path) == tasks

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from agentgym import Env, Reward, Task, ToolError, ToolResult, tool
+from agentgym import Env, Episode, Reward, Task, ToolError, ToolResult, tool
+
+
+def reached_the_target(episode: Episode) -> Reward:
+    """1 when the submitted total is the target and is what the adds really made (the env's final state)."""
+    hit = episode.final_answer == str(episode.task.data["target"]) == str(episode.state)
+    return Reward(value=1.0 if hit else 0.0, components={"exact": float(hit)})
 
 
 class Counter(Env):
     """Count to the target: call `add` until the total reaches it, then `submit` the total."""
 
     max_turns = 5
+    verifier = reached_the_target
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -42,7 +49,5 @@ class Counter(Env):
         self.final_answer = str(total)
         return "ok"
 
-    async def score(self) -> Reward:
-        assert self.task is not None
-        hit = self.final_answer == str(self.task.data["target"]) == str(self.total)
-        return Reward(value=1.0 if hit else 0.0, components={"exact": float(hit)})
+    async def final_state(self) -> int:
+        return self.total

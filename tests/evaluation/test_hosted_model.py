@@ -4,21 +4,13 @@ import asyncio
 
 import pytest
 
-from agentgym import register
 from agentgym.evaluation import evaluate
-from agentgym.policies import LiteLLMPolicy
 from agentgym.testing import FakeOpenAI
 from agentgym.types import read_jsonl
 
 from ..core.toy import Counter
 from .counter_model import counter_model
-
-register("test/Counter-v0", Counter)
-
-
-def policy_for(server: FakeOpenAI, **kwargs) -> LiteLLMPolicy:
-    options = {"api_key": "sk-test", "timeout": 1.0, "backoff": 0.01, "backoff_max": 0.05}
-    return LiteLLMPolicy("openai/fake-model", api_base=server.base_url, **{**options, **kwargs})
+from .helpers import policy_for
 
 
 async def test_retries_through_429_500_and_a_hang():

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentgym.rewards import HACKS, LLMJudge, parse_verdict, probe_judge
+from agentgym.rewards import HACKS, Episode, LLMJudge, parse_verdict, probe_judge
 from agentgym.rewards.cli import add_commands
 from agentgym.testing.fake_openai import FakeOpenAI, completion
 from agentgym.types import Message, Task, Trajectory, Turn
@@ -66,8 +66,8 @@ def test_parse_verdict() -> None:
 async def test_judge_scores_from_a_real_verdict() -> None:
     with FakeOpenAI(strict_judge) as server:
         j = judge(server)
-        right = await j.score(TASK, answered("<think>17*23</think>The answer is 391."))
-        wrong = await j.score(TASK, answered("The answer is 401."))
+        right = await j.score(Episode(TASK, answered("<think>17*23</think>The answer is 391.")))
+        wrong = await j.score(Episode(TASK, answered("The answer is 401.")))
     assert right.value == 1.0 and right.components == {"judge": 1.0}
     assert right.info["reasoning"] == "States the reference answer."
     assert wrong.value == 0.0
@@ -79,13 +79,13 @@ async def test_judge_scores_from_a_real_verdict() -> None:
 async def test_judge_asks_again_after_a_reply_that_is_not_a_verdict() -> None:
     replies = iter([completion("I think it's fine."), verdict(0.8, "ok")])
     with FakeOpenAI(lambda request: next(replies)) as server:
-        reward = await judge(server, max_retries=2).score(TASK, answered("391"))
+        reward = await judge(server, max_retries=2).score(Episode(TASK, answered("391")))
     assert reward.value == 0.8 and reward.info["attempts"] == 2
 
 
 async def test_a_judge_that_never_answers_properly_scores_zero_and_says_so() -> None:
     with FakeOpenAI(lambda request: completion("no verdict")) as server:
-        reward = await judge(server, max_retries=1).score(TASK, answered("391"))
+        reward = await judge(server, max_retries=1).score(Episode(TASK, answered("391")))
     assert reward.value == 0.0
     assert reward.components == {"judge": 0.0, "judge_error": 1.0}
     assert "JSON" in reward.info["error"] and len(server.requests) == 2
@@ -93,7 +93,7 @@ async def test_a_judge_that_never_answers_properly_scores_zero_and_says_so() -> 
 
 async def test_judge_retries_rate_limits_and_server_errors() -> None:
     with FakeOpenAI(strict_judge, faults=["429", "500"]) as server:
-        reward = await judge(server, max_retries=3).score(TASK, answered("391"))
+        reward = await judge(server, max_retries=3).score(Episode(TASK, answered("391")))
     assert reward.value == 1.0
     assert server.served.get("429") == 1 and server.served.get("500") == 1
 

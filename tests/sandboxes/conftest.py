@@ -9,14 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.testing.sandbox_checks import SMALL
 from tests.conftest import docker_or_skip
-
-SMALL = Limits(
-    cpus=1.0, memory_mb=256, pids=64, disk_mb=32, wall_seconds=300, exec_timeout=20, output_bytes=8192
-)
 
 
 @pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])

@@ -20,9 +20,9 @@ from tests.search.conftest import Serve
 from tests.search.webfake import KEY, FakeWeb
 
 TASKS = [
-    Task(id="web/1", prompt="Which team won Super Bowl 50?", data={"answers": ["Denver Broncos"]}),
-    Task(id="web/2", prompt="Where do the Panthers play?", data={"answers": ["Charlotte"]}),
-    Task(id="web/3", prompt="When was Super Bowl 50 played?", data={"answers": ["February 7, 2016"]}),
+    Task(id="web/1", prompt="Which team won Super Bowl 50?", data={"answer": ["Denver Broncos"]}),
+    Task(id="web/2", prompt="Where do the Panthers play?", data={"answer": ["Charlotte"]}),
+    Task(id="web/3", prompt="When was Super Bowl 50 played?", data={"answer": ["February 7, 2016"]}),
 ]
 
 
@@ -126,7 +126,7 @@ async def test_task_dependent_results_are_recorded_per_task(tmp_path: Path) -> N
 
     from .test_simulated import hinted_writer
 
-    same_question = [Task(id=f"q{i}", prompt="Who wrote it?", data={"answers": [name]})
+    same_question = [Task(id=f"q{i}", prompt="Who wrote it?", data={"answer": [name]})
                      for i, name in enumerate(["Ada", "Grace"])]
     cache = tmp_path / "hinted.jsonl"
     with FakeOpenAI(hinted_writer) as server:

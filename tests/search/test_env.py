@@ -28,7 +28,7 @@ def call(name: str, **arguments: object) -> Message:
 
 def task_for(corpus: Corpus, question_id: str) -> Task:
     q = next(q for q in corpus.questions if q.id == question_id)
-    data = {"answers": list(q.answers), "paragraph_ids": [q.paragraph_id], "split": q.split}
+    data = {"answer": list(q.answers), "paragraph_ids": [q.paragraph_id], "split": q.split}
     return Task(id=f"{q.split}/{q.id}", prompt=q.question, data=data)
 
 
@@ -50,9 +50,9 @@ async def test_registered_with_tools_and_splits(corpus: Corpus) -> None:
 
 async def test_own_tasks_from_a_jsonl_file(tmp_path: Path) -> None:
     path = tmp_path / "tasks.jsonl"
-    mine = [Task(id="mine/1", prompt="Who won Super Bowl 50?", data={"answers": ["Denver Broncos"]})]
+    mine = [Task(id="mine/1", prompt="Who won Super Bowl 50?", data={"answer": ["Denver Broncos"]})]
     path.write_text("".join(t.model_dump_json() + "\n" for t in mine))
-    env = make("search", tasks_path=path, sandbox="auto")  # sandbox: what `agentgym eval` always passes
+    env = make("search", tasks_path=path, sandbox_backend="auto")  # what `agentgym eval` always passes
     assert list(env.tasks()) == mine
 
 

@@ -29,7 +29,7 @@ def agent(request: dict[str, Any]) -> dict[str, Any]:
 async def test_a_hosted_model_searches_reads_and_answers(corpus: Corpus) -> None:
     q = next(q for q in corpus.questions if q.id == "56be4db0acb8001400a502ec")
     task = Task(id=f"squad/{q.id}", prompt=q.question,
-                data={"answers": list(q.answers), "paragraph_ids": [q.paragraph_id]})
+                data={"answer": list(q.answers), "paragraph_ids": [q.paragraph_id]})
     with FakeOpenAI(agent, faults=["429"]) as server:
         policy = LiteLLMPolicy("openai/fake-model", api_base=server.base_url, api_key="sk-test", backoff=0.01)
         summary, [trajectory] = await evaluate("search", policy, tasks=[task], progress=False,

@@ -177,7 +177,7 @@ async def test_pages_are_retried_when_busy_and_given_up_on_with_a_tool_error(fak
 async def test_a_long_page_is_read_whole_and_in_pages(fake: FakeWeb) -> None:
     engine = provider(fake, "tavily")
     env = make("search", backend=engine, max_turns=50)
-    await env.reset(Task(id="long", prompt="?", data={"answers": ["x"]}))
+    await env.reset(Task(id="long", prompt="?", data={"answer": ["x"]}))
     url = f"{fake.base}/pages/long"
     document = await env.backend.open(url)
     assert len(document.text) > 300_000 and document.text.rstrip().endswith("The end marker.")
@@ -193,7 +193,7 @@ async def test_an_episode_on_a_web_provider(fake: FakeWeb) -> None:
     engine = provider(fake, "serper")
     env = make("search", backend=engine, hit_reward=0.5)
     task = Task(id="web/1", prompt="Which team won Super Bowl 50?",
-                data={"answers": ["Denver Broncos"], "paragraph_ids": ["squad-0"]})
+                data={"answer": ["Denver Broncos"], "paragraph_ids": ["squad-0"]})
     trajectory = await rollout(env, ReferencePolicy(), task)
     await env.close()
     await engine.close()
@@ -206,7 +206,7 @@ async def test_an_episode_on_a_web_provider(fake: FakeWeb) -> None:
 
 async def test_concurrent_episodes_share_one_provider(fake: FakeWeb) -> None:
     engine = provider(fake, "brave")  # the caller owns it: envs closing must not close it under others
-    gold = {"answers": ["Denver Broncos"]}
+    gold = {"answer": ["Denver Broncos"]}
     tasks = [Task(id=f"web/{i}", prompt=f"Super Bowl 50 winner, take {i}", data=gold) for i in range(12)]
     summary, _ = await evaluate("search", ReferencePolicy(), tasks=tasks, concurrency=4,
                                 progress=False, env_kwargs={"backend": engine})

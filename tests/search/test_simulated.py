@@ -89,7 +89,7 @@ async def test_server_errors_are_retried_by_litellm() -> None:
 
 async def test_an_episode_with_simulated_search(server: FakeOpenAI) -> None:
     env = make("search", backend=simulated(server), hit_reward=0.25)
-    task = Task(id="sim/1", prompt="Who won Super Bowl 50?", data={"answers": ["Denver Broncos"]})
+    task = Task(id="sim/1", prompt="Who won Super Bowl 50?", data={"answer": ["Denver Broncos"]})
     trajectory = await rollout(env, ReferencePolicy(), task)
     await env.close()
     assert trajectory.turns[0].info["retrieval_hit"] is True

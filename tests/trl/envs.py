@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from agentgym.env import Env, ToolResult
+from agentgym.rewards import Episode, Rubric
 from agentgym.tools import tool
-from agentgym.types import Reward
 
 
 class Constant(Env):
     """Every episode scores 0.37, whatever the model does: a number to look for in TRL's logs."""
 
     max_turns = 2
+    verifier = Rubric({"constant": lambda episode: 0.37})
 
     @tool(final=True)
     async def say(self, colour: str) -> str:
@@ -20,9 +21,6 @@ class Constant(Env):
             colour: One of red, green or blue.
         """
         return f"You said {colour}."
-
-    async def score(self) -> Reward:
-        return Reward(value=0.37, components={"constant": 0.37})
 
 
 class Chatter(Env):
@@ -40,14 +38,17 @@ class Chatter(Env):
         """
         return ToolResult(f"ENVTEXT {colour} ENVTEXT", reward=0.5 if colour == "blue" else 0.0)
 
-    async def score(self) -> Reward:
-        return Reward(value=0.0)
+
+def full_marks(episode: Episode) -> float:
+    """Every answer is right."""
+    return 1.0
 
 
 class Crashy(Env):
     """Saying red crashes the env (as a dead sandbox would), failing that episode only."""
 
     max_turns = 2
+    verifier = full_marks
 
     @tool(final=True)
     async def say(self, colour: str) -> str:
@@ -59,6 +60,3 @@ class Crashy(Env):
         if colour == "red":
             raise RuntimeError("sandbox died")
         return f"You said {colour}."
-
-    async def score(self) -> Reward:
-        return Reward(value=1.0)

@@ -1,0 +1,92 @@
+"""Every speed benchmark script runs in a tiny configuration (``--quick``) and writes the JSON the docs read.
+
+These check what the scripts produce (the keys, that work was metered), never how fast anything is:
+timing targets live in the scripts' output, not in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import docker_or_skip
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+HARNESS = Path(os.environ.get("OPENENV_BENCH", "/work/shared/peers/openenv/bench.py"))
+HARNESS_PY = Path(os.environ.get("OPENENV_PY", "/tmp/openenv-venv/bin/python"))
+
+pytestmark = pytest.mark.docker
+
+
+def run_quick(script: str, tmp_path: Path, *args: str) -> dict[str, Any]:
+    docker_or_skip()
+    out = tmp_path / f"{script}.json"
+    subprocess.run([sys.executable, str(BENCHMARKS / f"{script}.py"), "--quick", "--out", str(out), *args],
+                   check=True, timeout=600, capture_output=True)
+    return json.loads(out.read_text())
+
+
+def is_spread(value: Any) -> bool:
+    """A median with its range, as every repeated figure is reported."""
+    return isinstance(value, dict) and value["min"] <= value["median"] <= value["max"]
+
+
+def test_code_env_throughput(tmp_path: Path) -> None:
+    result = run_quick("code_env_throughput", tmp_path)
+    assert result["info"]["commit"]
+    levels = {(r["backend"], r["sessions"]): r for r in result["levels"]}
+    assert set(levels) == {("docker", 1), ("docker", 2), ("local", 1), ("local", 2)}
+    for (backend, _), level in levels.items():
+        episodes = level["episodes"]
+        for key in ("reset_p50_ms", "reset_p95_ms", "step_p50_ms", "steps_per_s", "steps_per_cpu_s",
+                    "steps_per_cpu_s_with_daemons", "cpu_ms_per_episode"):
+            assert is_spread(episodes[key]), key
+            assert episodes[key]["median"] > 0, key
+        assert is_spread(level["step_only"]["steps_per_cpu_s"])
+        assert len(level["runs"]["episodes"]) == 2
+        assert level["memory"]["per_idle_sandbox_mb"]["median"] > 1
+        cpu = level["runs"]["episodes"][0]["cpu_s"]
+        # the sandboxes' work is charged: to the run's own containers on docker, to its children on local
+        if backend == "docker":
+            assert cpu["own_containers_seen"] >= 1 and cpu["containers"] > 0
+        else:
+            assert cpu["child_processes"] > 0 and cpu["containers"] == 0
+
+
+def test_wipe_cost(tmp_path: Path) -> None:
+    result = run_quick("wipe_cost", tmp_path)
+    rows = {r["backend"]: r for r in result["levels"]}
+    assert set(rows) == {"docker", "local"}
+    for row in rows.values():
+        assert row["summary"]["wipes"]["min"] >= 1
+        assert is_spread(row["summary"]["cpu_ms_per_wipe"]) and row["summary"]["cpu_ms_per_wipe"]["min"] > 0
+        assert is_spread(row["summary"]["close_to_answer_p50_ms"])
+
+
+def test_humaneval_reference(tmp_path: Path) -> None:
+    result = run_quick("humaneval_reference", tmp_path)
+    rows = {r["run"]: r for r in result["rows"]}
+    assert set(rows) == {"agentgym docker", "agentgym local", "naive docker run --rm"}
+    for row in rows.values():
+        assert [r["episodes"] for r in row["runs"]] == [8, 8]
+        assert is_spread(row["vs_naive"]) and is_spread(row["summary"]["episodes_per_s"])
+    naive = rows["naive docker run --rm"]
+    assert naive["vs_naive"]["median"] == 1
+    assert naive["runs"][0]["cpu_s"]["containers"] > 0  # the naive containers, under the run's cgroup parent
+    assert not list(Path("/sys/fs/cgroup/cpuacct").glob("agentgym-bench-*"))  # and that parent is removed
+
+
+def test_openenv_side_by_side(tmp_path: Path) -> None:
+    if not (HARNESS.exists() and HARNESS_PY.exists()):
+        pytest.skip(f"the OpenEnv peer harness is not set up ({HARNESS}, {HARNESS_PY}): see its README")
+    result = run_quick("openenv_side_by_side", tmp_path)
+    assert set(result["summary"]) == {"coding-docker", "agentgym-docker", "agentgym-local"}
+    for ratio in result["ratios"].values():
+        assert is_spread(ratio["steps_per_s"]) and is_spread(ratio["steps_per_cpu_s"])
+    assert all(row["errors"] == 0 for row in result["runs"][0])

@@ -1,0 +1,136 @@
+"""``check_env`` over every registered environment, and the contract breaks it must catch."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+
+import agentgym
+from agentgym import Env, Episode, Message, Reply, Task, ToolSpec, tool
+from agentgym.testing import EnvCheckError, check_env
+
+BUILTIN = [env_id for env_id in agentgym.registered() if env_id.startswith("agentgym/")]
+
+
+def test_the_builtin_envs_are_all_checked() -> None:
+    assert BUILTIN == ["agentgym/code-v0", "agentgym/search-v0", "agentgym/toy-v0"]
+
+
+@pytest.mark.parametrize("env_id", BUILTIN)
+async def test_every_registered_env_keeps_the_contract(env_id: str) -> None:
+    """Every env the package registers (the test suite's own envs are checked in their own tests)."""
+    if env_id == "agentgym/search-v0":
+        from agentgym.envs.search.data import fetch
+
+        fetch()  # the corpus, downloaded once per machine
+    report = await check_env(env_id, sandbox_backend="local")
+    assert report.env == env_id and report.tasks == 3
+    assert report.reference_return > (report.baseline_return or 0.0)
+    if env_id == "agentgym/code-v0":  # a session sandbox and a fresh one for the tests, per episode
+        assert report.sandboxes == 2 * 3 * 2
+
+
+def right_answer(episode: Episode) -> bool:
+    return episode.final_answer == "right"
+
+
+def never_right(episode: Episode) -> bool:
+    return False
+
+
+def broken(episode: Episode) -> bool:
+    raise RuntimeError("verifier bug")
+
+
+class Says:
+    """A scripted policy that answers one word in text."""
+
+    def __init__(self, word: str) -> None:
+        self.name = word
+        self.word = word
+
+    async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
+        return Reply(message=Message(role="assistant", content=self.word))
+
+
+class Guess(Env):
+    """Answer in text; "right" is right."""
+
+    verifier = right_answer
+
+    def tasks(self) -> list[Task]:
+        return [Task(id="g", prompt="Say the word.")]
+
+    @classmethod
+    def scripted_policies(cls) -> dict[str, Any]:
+        return {"reference": lambda: Says("right"), "baseline": lambda: Says("wrong")}
+
+
+async def test_a_sound_env_passes_and_a_blind_verifier_is_caught() -> None:
+    report = await check_env(Guess)
+    assert (report.reference_return, report.baseline_return, report.sandboxes) == (1.0, 0.0, 0)
+
+    class Blind(Guess):
+        verifier = never_right  # a solution looks like a non-solution
+
+    with pytest.raises(EnvCheckError, match=r"does not beat the baseline's 0\.000"):
+        await check_env(Blind)
+
+
+async def test_a_missing_reference_and_a_bad_tool_spec_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoReference(Guess):
+        @classmethod
+        def scripted_policies(cls) -> dict[str, Any]:
+            return {}
+
+    with pytest.raises(EnvCheckError, match="no 'reference'"):
+        await check_env(NoReference)
+
+    class Tooled(Guess):
+        @tool
+        async def look(self, where: str) -> str:
+            """Look somewhere.
+
+            Args:
+                where: The place.
+            """
+            return where
+
+    bad = Tooled.tool_specs()[0].model_copy(update={"parameters": {"type": "object", "properties": {},
+                                                                   "required": ["where"]}})
+    monkeypatch.setattr(Tooled, "tool_specs", classmethod(lambda cls: [bad]))
+    with pytest.raises(EnvCheckError, match="requires unknown parameter 'where'"):
+        await check_env(Tooled)
+
+
+class Leaky(Guess):
+    """Takes an extra sandbox in setup and never gives it back."""
+
+    sandbox_image = "python"
+    spares: ClassVar[list[Any]] = []
+
+    async def setup(self, task: Task) -> None:
+        from agentgym.sandboxes import acquire
+
+        self.spares.append(await acquire(self.sandbox_backend, image="python"))
+
+
+async def test_a_leaked_sandbox_is_caught() -> None:
+    try:
+        with pytest.raises(EnvCheckError, match="2 of 4 sandboxes were never given back"):
+            await check_env(Leaky, sandbox_backend="local")
+    finally:
+        for spare in Leaky.spares:
+            await spare.close()
+
+
+class Crashes(Guess):
+    """Its verifier crashes: every episode is an error."""
+
+    verifier = broken
+
+
+async def test_an_episode_that_errors_is_caught() -> None:
+    with pytest.raises(EnvCheckError, match="ended error: RuntimeError: verifier bug"):
+        await check_env(Crashes)
