@@ -99,8 +99,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         try:
             summary, _ = await evaluate(
-                args.env, policy, tasks=tasks, limit=args.limit, samples=args.samples, seed=args.seed,
-                concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
+                args.env, policy, tasks=tasks, task_file=args.tasks, limit=args.limit, samples=args.samples,
+                seed=args.seed, concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
                 turn_timeout=args.turn_timeout, episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
             )
         finally:
@@ -215,11 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--force", action="store_true", help="download again even if cached")
     fetch.set_defaults(func=_cmd_data_fetch)
 
+    from agentgym.mcp.cli import add_commands as add_mcp_commands
     from agentgym.rewards.cli import add_commands as add_judge_commands
     from agentgym.sandboxes.cli import add_commands as add_sandbox_commands
+    from agentgym.view.cli import add_commands as add_view_commands
 
     add_sandbox_commands(sub)
     add_judge_commands(sub)
+    add_view_commands(sub)
+    add_mcp_commands(sub, _env_arg)
     return parser
 
 

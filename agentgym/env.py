@@ -183,8 +183,8 @@ class Env:
 
     @property
     def tools(self) -> list[ToolSpec]:
-        """The tools the model may call, as OpenAI function specs."""
-        return self.tool_specs()
+        """The tools the model may call in this episode: the class's, plus any the instance added (MCP servers)."""
+        return [t.spec for t in self._tools.values()]
 
     @property
     def final_answer(self) -> str | None:

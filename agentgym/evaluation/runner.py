@@ -35,6 +35,7 @@ async def evaluate(
     policy: Policy,
     *,
     tasks: Sequence[Task] | None = None,
+    task_file: str | Path | None = None,
     limit: int | None = None,
     samples: int = 1,
     seed: int = 0,
@@ -62,6 +63,7 @@ async def evaluate(
         env_id: A registered environment id.
         policy: The policy to evaluate.
         tasks: Tasks to play; the environment's own tasks by default.
+        task_file: The file ``tasks`` were read from, if any: the run's files may not be it.
         limit: Play only the first ``limit`` tasks.
         samples: Episodes per task (seeds ``seed`` .. ``seed + samples - 1``); gives pass@k.
         seed: First seed.
@@ -100,7 +102,7 @@ async def evaluate(
     tasks = list(tasks)[:limit] if limit is not None else list(tasks)
     _refuse_duplicate_ids(tasks)
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
-    inputs = [env_kwargs["tasks_path"]] if env_kwargs.get("tasks_path") else []
+    inputs = [p for p in (task_file, env_kwargs.get("tasks_path")) if p]
     files = RunFiles(out, inputs=inputs) if out is not None else None
     await _start_a_sandbox(env_id, env_kwargs)
     done: dict[tuple[str, int | None], Trajectory] = {}

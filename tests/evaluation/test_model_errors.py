@@ -46,8 +46,8 @@ def test_unknown_provider_is_one_error_before_the_first_episode(tmp_path, capsys
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "unknown model 'nonsense/model-x': litellm cannot tell its provider" in err
     assert server.requests == [] and not out.exists()
-    code, _, err = run_cli(capsys, "eval", "toy", "--model", "baseline", "--out", str(out))
-    assert code == 2 and err.strip().endswith("or a scripted policy of toy: reference")
+    code, _, err = run_cli(capsys, "eval", "toy", "--model", "gpt4", "--out", str(out))
+    assert code == 2 and err.strip().endswith("or a scripted policy of toy: reference, baseline")
 
 
 async def test_a_call_that_never_leaves_the_machine_is_not_retried(monkeypatch):

@@ -1,0 +1,79 @@
+"""``agentgym view`` (the HTML report) and ``agentgym export`` (datasets, parquet, SFT rows)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("datasets", "parquet", "jsonl")
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from agentgym.view.report import write_report
+    from agentgym.view.runs import load_runs
+
+    runs = load_runs(args.runs)
+    out = write_report(runs, args.out, title=args.title)
+    episodes = sum(len(r.trajectories) for r in runs)
+    print(f"report: {out} ({len(runs)} run{'s' * (len(runs) != 1)}, {episodes} episodes)", flush=True)
+    if args.serve:
+        from agentgym.view.serve import serve
+
+        try:
+            serve(out, args.port, announce=lambda url: print(f"serving {url} (Ctrl-C to stop)", flush=True))
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from datasets.utils.logging import disable_progress_bar
+
+    from agentgym.errors import DataError
+    from agentgym.view import export
+
+    to, dest = args.to
+    if to not in FORMATS:
+        raise DataError(f"--to {to}: expected one of {', '.join(FORMATS)}")
+    if Path(dest).exists() and not args.force:
+        raise DataError(f"{dest} exists; pass --force to replace it")
+    disable_progress_bar()
+    trajectories = list(export.read_trajectories(args.source))
+    if not trajectories:
+        raise DataError(f"{args.source} holds no trajectory")
+    if args.for_ == "sft":
+        rows = export.sft_rows(trajectories, successful_only=args.successful_only)
+        if not rows:
+            raise DataError("no episode to export for SFT (none finished" + (" successfully)" if
+                                                                             args.successful_only else ")"))
+        out = export.write_sft(rows, dest, to)
+        print(f"{out}: {len(rows)} SFT conversations of {len(trajectories)} episodes")
+        return 0
+    if args.successful_only:
+        trajectories = [t for t in trajectories if t.success]
+    out = export.write(trajectories, dest, to)
+    print(f"{out}: {len(trajectories)} trajectories ({to})")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``view`` and ``export`` to the ``agentgym`` command's subparsers."""
+    view = sub.add_parser("view", help="write an HTML report of runs (plots, comparisons, every episode)")
+    view.add_argument("runs", nargs="+", metavar="RUN", help="a run's JSONL file, or a folder of them (runs/)")
+    view.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
+    view.add_argument("--title", help="the report's title")
+    view.add_argument("--serve", action="store_true", help="then serve it on 127.0.0.1 until Ctrl-C")
+    view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
+    view.set_defaults(func=_cmd_view)
+
+    ex = sub.add_parser("export", help="convert runs to a Hugging Face dataset or parquet, and back")
+    ex.add_argument("source", help="a run's JSONL, a folder of runs, a save_to_disk folder or a parquet file")
+    ex.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "DEST"),
+                    help="datasets DIR (save_to_disk), parquet FILE, or jsonl FILE (back to a run)")
+    ex.add_argument("--for", dest="for_", choices=["sft"],
+                    help="sft: chat messages and tool schemas for TRL's SFTTrainer instead of full trajectories")
+    ex.add_argument("--successful-only", action="store_true", help="only episodes that succeeded")
+    ex.add_argument("--force", action="store_true", help="replace DEST if it exists")
+    ex.set_defaults(func=_cmd_export)
+

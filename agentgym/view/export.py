@@ -1,0 +1,226 @@
+"""Trajectories as Hugging Face datasets and parquet, and back, losslessly; and a view for SFT.
+
+The dataset has one row per episode with typed, nested columns, so that it can be filtered and
+browsed like any dataset (``ds.filter(lambda r: r["success"])``): messages and turns are lists of
+structs, reward components a list of ``{name, value}``. Only what has no fixed shape is a JSON
+string: ``info`` (the episode's and each turn's) and an image part's ``image_url``. A message keeps
+``content`` for text and ``content_parts`` for multi-part content, so text, parts and ``None``
+stay apart. ``success``, ``num_turns`` and the token and cost totals are derived columns for
+convenience; reading back ignores them. :func:`to_rows` and :func:`from_row` are inverse:
+``Trajectory`` → row → ``Trajectory`` gives an equal object, field by field.
+
+``sft_rows`` is a different, lossy view for training: OpenAI chat messages and the env's tool
+schemas, the format TRL's ``SFTTrainer`` reads (``messages`` plus a JSON ``tools`` column).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from agentgym.errors import DataError
+from agentgym.types import Message, Trajectory, iter_jsonl
+
+Format = Literal["datasets", "parquet", "jsonl"]
+DERIVED = ("success", "num_turns", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def features() -> Any:
+    """The ``datasets.Features`` of an exported run: fixed, so even all-null columns keep their types."""
+    from datasets import Features, List, Value
+
+    string, f64, i64 = Value("string"), Value("float64"), Value("int64")
+    part = {"type": string, "text": string, "image_url": string}
+    call = {"id": string, "name": string, "arguments": string}
+    message = {"role": string, "content": string, "content_parts": List(part), "tool_calls": List(call),
+               "tool_call_id": string, "name": string}
+    usage = {"prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64, "retries": i64}
+    turn = {"action": message, "observation": List(message), "reward": f64, "tool_errors": List(string),
+            "policy_seconds": f64, "env_seconds": f64, "usage": usage, "info": string}
+    return Features({
+        "task_id": string, "env": string, "policy": string, "seed": i64,
+        "messages": List(message), "turns": List(turn),
+        "reward": f64, "outcome_reward": f64, "reward_components": List({"name": string, "value": f64}),
+        "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64, "info": string,
+        "success": Value("bool"), "num_turns": i64, "prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64,
+    })
+
+
+def _message_row(m: dict[str, Any]) -> dict[str, Any]:
+    content = m["content"]
+    parts = None
+    if isinstance(content, list):
+        parts = [{"type": p["type"], "text": p.get("text"),
+                  "image_url": json.dumps(p["image_url"]) if "image_url" in p else None} for p in content]
+        content = None
+    return {"role": m["role"], "content": content, "content_parts": parts, "tool_calls": m["tool_calls"],
+            "tool_call_id": m["tool_call_id"], "name": m["name"]}
+
+
+def _message(row: dict[str, Any]) -> dict[str, Any]:
+    content: Any = row["content"]
+    if row["content_parts"] is not None:
+        content = [{"type": "text", "text": p["text"]} if p["type"] == "text"
+                   else {"type": p["type"], "image_url": json.loads(p["image_url"])} for p in row["content_parts"]]
+    return {"role": row["role"], "content": content, "tool_calls": row["tool_calls"] or [],
+            "tool_call_id": row["tool_call_id"], "name": row["name"]}
+
+
+def to_row(t: Trajectory) -> dict[str, Any]:
+    """One trajectory as a dataset row (see the module's docstring for the layout)."""
+    d = t.model_dump(mode="json")
+    usage = t.usage
+    turns = [{**turn, "action": _message_row(turn["action"]),
+              "observation": [_message_row(m) for m in turn["observation"]], "info": json.dumps(turn["info"])}
+             for turn in d["turns"]]
+    return {
+        **{k: d[k] for k in ("task_id", "env", "policy", "seed", "reward", "outcome_reward", "outcome", "failure",
+                             "seconds", "sandbox_seconds")},
+        "messages": [_message_row(m) for m in d["messages"]], "turns": turns,
+        "reward_components": [{"name": k, "value": v} for k, v in d["reward_components"].items()],
+        "info": json.dumps(d["info"]),
+        "success": t.success, "num_turns": len(t.turns), "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens, "cost_usd": usage.cost_usd,
+    }
+
+
+def from_row(row: dict[str, Any]) -> Trajectory:
+    """The trajectory a row was made from (derived columns are ignored)."""
+    turns = [{**turn, "action": _message(turn["action"]), "observation": [_message(m) for m in turn["observation"]],
+              "tool_errors": turn["tool_errors"] or [], "info": json.loads(turn["info"])} for turn in row["turns"]]
+    data = {k: v for k, v in row.items() if k not in DERIVED}
+    data.update(messages=[_message(m) for m in row["messages"]], turns=turns, info=json.loads(row["info"]),
+                reward_components={c["name"]: c["value"] for c in row["reward_components"] or []})
+    return Trajectory.model_validate(data)
+
+
+def to_dataset(trajectories: Iterable[Trajectory]) -> Any:
+    """A ``datasets.Dataset`` of the trajectories, one row each."""
+    from datasets import Dataset
+
+    return Dataset.from_list([to_row(t) for t in trajectories], features=features())
+
+
+def from_dataset(dataset: Iterable[dict[str, Any]]) -> list[Trajectory]:
+    """The trajectories of a dataset made by :func:`to_dataset` (or its parquet file)."""
+    return [from_row(row) for row in dataset]
+
+
+def source_format(path: Path) -> Format:
+    """What ``path`` holds: a ``save_to_disk`` folder, a parquet file, or JSONL runs (a file or a folder)."""
+    if path.is_dir() and (path / "dataset_info.json").is_file():
+        return "datasets"
+    if path.is_file() and path.suffix == ".parquet":
+        return "parquet"
+    return "jsonl"
+
+
+def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
+    """Trajectories from a run's JSONL, a folder of runs, a ``save_to_disk`` folder or a parquet file.
+
+    Raises:
+        DataError: Nothing at ``path``, or a dataset that is not an agentgym export.
+    """
+    from agentgym.view.runs import run_files
+
+    source = Path(path)
+    kind = source_format(source)
+    if kind == "jsonl":
+        for file in run_files([source]):
+            yield from iter_jsonl(file)
+        return
+    try:
+        if kind == "datasets":
+            from datasets import load_from_disk
+
+            rows: Iterable[dict[str, Any]] = load_from_disk(str(source))
+        else:
+            import pyarrow.parquet as pq
+
+            rows = pq.read_table(source).to_pylist()
+        for row in rows:
+            yield from_row(row)
+    except (KeyError, TypeError, ValueError) as e:
+        raise DataError(f"{source} is not an agentgym trajectory export: {type(e).__name__}: {e}") from e
+
+
+def write(trajectories: list[Trajectory], dest: str | Path, to: Format) -> Path:
+    """Write trajectories as a ``save_to_disk`` folder, a parquet file, or run JSONL; return ``dest``."""
+    out = Path(dest)
+    if to == "jsonl":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as f:
+            for t in trajectories:
+                f.write(t.model_dump_json() + "\n")
+        return out
+    dataset = to_dataset(trajectories)
+    if to == "datasets":
+        dataset.save_to_disk(str(out))
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        dataset.to_parquet(str(out))
+    return out
+
+
+# ---------------------------------------------------------------------- the SFT view
+def sft_message(m: Message) -> dict[str, Any]:
+    """A message in the chat-template shape TRL renders: text content, OpenAI tool calls.
+
+    Every message has every key, so that a column of them has one Arrow type. Image parts are
+    dropped (a text-only model cannot read them); the arguments stay the model's JSON text, which
+    chat templates print as they are.
+    """
+    return {"role": m.role, "content": m.text,
+            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                           for c in m.tool_calls],
+            "tool_call_id": m.tool_call_id, "name": m.name}
+
+
+def env_tools(env_id: str) -> list[dict[str, Any]] | None:
+    """The tool schemas of a registered env's class, or None when the env is not registered here."""
+    from agentgym.errors import EnvError
+    from agentgym.registry import env_class
+
+    try:
+        cls = env_class(env_id)
+    except EnvError:
+        return None
+    return [f.spec.to_openai() for f in cls._tools.values()]
+
+
+def sft_rows(trajectories: Iterable[Trajectory], *, successful_only: bool = False) -> list[dict[str, Any]]:
+    """Rows for TRL's ``SFTTrainer``: ``messages`` (the whole conversation) and ``tools`` (JSON text).
+
+    Episodes that ended in an error, a timeout or a cancellation are left out (their conversation
+    stops mid-way); with ``successful_only``, so is every episode that did not succeed.
+    """
+    tools: dict[str, str] = {}
+    rows = []
+    for t in trajectories:
+        if t.outcome not in ("terminated", "truncated") or (successful_only and not t.success):
+            continue
+        if t.env not in tools:
+            tools[t.env] = json.dumps(env_tools(t.env))
+        rows.append({"messages": [sft_message(m) for m in t.all_messages()], "tools": tools[t.env],
+                     "task_id": t.task_id, "reward": t.reward})
+    return rows
+
+
+def write_sft(rows: list[dict[str, Any]], dest: str | Path, to: Format) -> Path:
+    """Write SFT rows as a ``save_to_disk`` folder, a parquet file or JSONL."""
+    out = Path(dest)
+    if to == "jsonl":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return out
+    from datasets import Dataset
+
+    dataset = Dataset.from_list(rows)
+    if to == "datasets":
+        dataset.save_to_disk(str(out))
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        dataset.to_parquet(str(out))
+    return out

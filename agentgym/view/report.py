@@ -1,0 +1,244 @@
+"""The HTML report: one self-contained file with the summary, plots, comparisons and every episode.
+
+What a person reads first (summaries, costs, failures, comparisons) is rendered here as HTML.
+Episodes are not: their index (one short row each) is embedded as JSON, and the trajectories
+themselves as gzip-compressed JSON in chunks of :data:`CHUNK` episodes, one ``<script>`` tag each.
+The page's script lists the index a page at a time and decompresses a chunk only when one of its
+episodes is opened (``DecompressionStream``), so 10,000 episodes cost a page of rows in the DOM, not
+10,000 rendered chats. Untrusted text (model output, tool output) reaches the DOM as text nodes only.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agentgym.types import Trajectory
+from agentgym.view import plots
+from agentgym.view.runs import Run
+from agentgym.view.stats import Comparison, compare
+
+CHUNK = 100
+"""Episodes per compressed chunk: opening one episode decompresses this many."""
+
+_PLACEHOLDER = re.compile(r"/\*@(\w+)@\*/")
+
+
+def judge_calls(trajectory: Trajectory) -> int:
+    """LLM-judge requests spent scoring an episode, read from the reward info ``LLMJudge`` leaves.
+
+    A judge records ``attempts`` (requests made) beside its ``reasoning`` or ``error``, at the top
+    of the trajectory's info or under its criterion's name inside a rubric's.
+    """
+
+    def walk(value: Any) -> int:
+        if not isinstance(value, dict):
+            return 0
+        own = value.get("attempts") if ("reasoning" in value or "error" in value) else None
+        count = own if isinstance(own, int) and not isinstance(own, bool) else 0
+        return count + sum(walk(v) for v in value.values())
+
+    return walk(trajectory.info)
+
+
+def failure_reason(trajectory: Trajectory) -> str | None:
+    """The failure's first line, cut to 120 characters: episodes that failed alike group together."""
+    return (trajectory.failure or "").splitlines()[0][:120] if trajectory.failure else None
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _table(table_id: str, head: list[str], rows: Iterable[list[str]], *, raw: bool = False) -> str:
+    """An HTML table; cells are escaped unless ``raw`` (for cells built here from escaped parts)."""
+    cell = (lambda c: c) if raw else _e
+    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows)
+    header = "".join(f"<th>{_e(h)}</th>" for h in head)
+    return f'<table id="{table_id}" class="grid"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def summary_section(runs: list[Run]) -> str:
+    ks = sorted({k for r in runs for k in r.summary.pass_at_k}, key=int)
+    head = ["run", "env", "policy", "episodes", "success", "95% CI", "mean reward", "mean turns",
+            *(f"pass@{k}" for k in ks), "outcomes"]
+    rows = []
+    for r in runs:
+        s = r.summary
+        lo, hi = s.success_ci95
+        rows.append([r.name, s.env, s.policy, str(s.episodes), f"{s.successes}/{s.episodes} = {_pct(s.success_rate)}",
+                     f"{_pct(lo)} – {_pct(hi)}", f"{s.mean_reward:.4f}", f"{s.mean_turns:.2f}",
+                     *(_pct(s.pass_at_k[k]) if k in s.pass_at_k else "–" for k in ks),
+                     ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items()))])
+    return _table("summary-table", head, rows)
+
+
+def components_section(runs: list[Run]) -> str:
+    names = sorted({k for r in runs for k in r.summary.reward_components})
+    if not names:
+        return "<p>No reward components recorded.</p>"
+    rows = [[r.name, *(f"{r.summary.reward_components[k]:.4f}" if k in r.summary.reward_components else "–"
+                       for k in names)] for r in runs]
+    return _table("components-table", ["run", *names], rows)
+
+
+def tool_errors_section(runs: list[Run]) -> str:
+    kinds = sorted({k for r in runs for k in r.summary.tool_errors})
+    if not kinds:
+        return "<p>No tool errors.</p>"
+    rows = [[r.name, *(str(r.summary.tool_errors.get(k, 0)) for k in kinds)] for r in runs]
+    return _table("tool-errors-table", ["run", *kinds], rows)
+
+
+def cost_section(runs: list[Run]) -> str:
+    head = ["run", "prompt tokens", "completion tokens", "cost (USD)", "sandbox seconds", "judge calls",
+            "retries", "wall seconds"]
+    rows = []
+    for r in runs:
+        s = r.summary
+        rows.append([r.name, f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", f"${s.cost_usd:.4f}",
+                     f"{s.sandbox_seconds:.1f}", str(sum(judge_calls(t) for t in r.trajectories)),
+                     str(s.retries), f"{s.wall_seconds:.1f}"])
+    return _table("cost-table", head, rows)
+
+
+def failures_section(runs: list[Run]) -> str:
+    rows = []
+    for i, r in enumerate(runs):
+        counts = Counter(reason for t in r.trajectories if (reason := failure_reason(t)))
+        for reason, n in counts.most_common():
+            link = (f'<a href="#" class="failure-link" data-run="{i}" data-failure="{_e(reason)}">'
+                    f"show episodes</a>")
+            rows.append([_e(r.name), str(n), f"<code>{_e(reason)}</code>", link])
+    if not rows:
+        return "<p>No failed episodes.</p>"
+    return _table("failures-table", ["run", "episodes", "reason", ""], rows, raw=True)
+
+
+def comparison_section(comparisons: list[Comparison]) -> str:
+    if not comparisons:
+        return "<p>One run: nothing to compare. Pass two or more runs to compare them on their shared tasks.</p>"
+    head = ["second vs first", "paired episodes", "tasks: second wins / ties / first wins",
+            "success: only first / only second", "McNemar exact p", "McNemar χ² (p)",
+            "mean reward first → second", "Δ reward (95% bootstrap CI)", "permutation p"]
+    rows = []
+    for c in comparisons:
+        if not c.pairs:
+            rows.append([f"{c.b} vs {c.a}", "0: no task and seed in common", *["–"] * 7])
+            continue
+        m, p = c.success, c.reward
+        kind = "exact" if p.exact else f"{p.resamples:,} resamples"
+        rows.append([f"{c.b} vs {c.a}", str(c.pairs), f"{c.wins_b} / {c.ties} / {c.wins_a}",
+                     f"{m.only_a} / {m.only_b}", f"{m.exact_p:.4g}", f"{m.chi2:.3f} ({m.chi2_p:.4g})",
+                     f"{p.mean_a:.4f} → {p.mean_b:.4f}", f"{p.mean_diff:+.4f} ({p.ci95[0]:+.4f}, {p.ci95[1]:+.4f})",
+                     f"{p.p_value:.4g} ({kind})"])
+    note = ("<p class='note'>Episodes pair by task and seed. McNemar's test uses the pairs where exactly one run "
+            "succeeded; the permutation test flips the sign of each paired reward difference.</p>")
+    paired = [c for c in comparisons if c.pairs]
+    return _table("comparison-table", head, rows) + note + (plots.wins_plot(paired) if paired else "")
+
+
+def episode_index(runs: list[Run]) -> dict[str, list[Any]]:
+    """One short row per episode, column by column (compact JSON, quick to filter in the page)."""
+    columns: dict[str, list[Any]] = {k: [] for k in
+                                     ("run", "task", "seed", "outcome", "success", "reward", "turns", "tokens",
+                                      "errors", "failure")}
+    for i, r in enumerate(runs):
+        for t in r.trajectories:
+            columns["run"].append(i)
+            columns["task"].append(t.task_id)
+            columns["seed"].append(t.seed)
+            columns["outcome"].append(t.outcome)
+            columns["success"].append(int(t.success))
+            columns["reward"].append(round(t.reward, 6))
+            columns["turns"].append(len(t.turns))
+            columns["tokens"].append(t.usage.prompt_tokens + t.usage.completion_tokens)
+            columns["errors"].append(sum(t.tool_errors.values()))
+            columns["failure"].append(failure_reason(t))
+    return columns
+
+
+def task_table(runs: list[Run]) -> dict[str, Any]:
+    """Per task and run: episodes, successes and mean reward (``null`` where a run lacks the task)."""
+    order: dict[str, None] = {}
+    stats: list[dict[str, list[float]]] = []
+    for r in runs:
+        acc: dict[str, list[float]] = {}
+        for t in r.trajectories:
+            order.setdefault(t.task_id, None)
+            row = acc.setdefault(t.task_id, [0, 0, 0.0])
+            row[0] += 1
+            row[1] += t.success
+            row[2] += t.reward
+        stats.append(acc)
+    tasks = list(order)
+    cells = [[[int(s[t][0]), int(s[t][1]), round(s[t][2] / s[t][0], 6)] if t in s else None for s in stats]
+             for t in tasks]
+    return {"tasks": tasks, "cells": cells}
+
+
+def chunks(runs: list[Run]) -> list[str]:
+    """The trajectories, in index order, as base64 gzip JSON arrays of :data:`CHUNK` each."""
+    flat = [t for r in runs for t in r.trajectories]
+    out = []
+    for start in range(0, len(flat), CHUNK):
+        body = "[" + ",".join(t.model_dump_json() for t in flat[start:start + CHUNK]) + "]"
+        out.append(base64.b64encode(gzip.compress(body.encode("utf-8"), compresslevel=6, mtime=0)).decode())
+    return out
+
+
+def _script_json(data: object) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<`` can close it."""
+    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def _asset(name: str) -> str:
+    return resources.files("agentgym.view").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def build_report(runs: list[Run], *, title: str | None = None) -> str:
+    """The report's HTML for ``runs``; the first run is the baseline every other is compared with."""
+    comparisons = [compare(runs[0].trajectories, r.trajectories, names=(runs[0].name, r.name)) for r in runs[1:]]
+    figures = [plots.success_plot(runs), plots.components_plot(runs), plots.histogram_plot(runs, "turns"),
+               plots.histogram_plot(runs, "tokens"), plots.pass_at_k_plot(runs)]
+    sections = {
+        "SUMMARY": summary_section(runs),
+        "PLOTS": "".join(f'<div class="plot">{f}</div>' for f in figures),
+        "COMPARISON": comparison_section(comparisons),
+        "COMPONENTS": components_section(runs),
+        "TOOL_ERRORS": tool_errors_section(runs),
+        "COST": cost_section(runs),
+        "FAILURES": failures_section(runs),
+    }
+    data = {"runs": [r.name for r in runs], "chunk": CHUNK, "index": episode_index(runs), "tasks": task_table(runs)}
+    chunk_tags = "".join(f'<script type="text/plain" id="chunk-{i}">{c}</script>' for i, c in enumerate(chunks(runs)))
+    values = {
+        "TITLE": _e(title or "agentgym report: " + ", ".join(r.name for r in runs)),
+        "STYLE": _asset("report.css"),
+        "PLOTLY": plots.plotly_js(),
+        "DATA": _script_json(data),
+        "CHUNKS": chunk_tags,
+        "SCRIPT": _asset("report.js"),
+        **sections,
+    }
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], _asset("report.html"))
+
+
+def write_report(runs: list[Run], out: str | Path, *, title: str | None = None) -> Path:
+    """Write the report to ``out`` (parent folders are made) and return its path."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(build_report(runs, title=title), encoding="utf-8")
+    return path

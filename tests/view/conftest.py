@@ -1,0 +1,89 @@
+"""Fixtures for the report tests: real runs made by the CLI, and a headless Chromium through Playwright.
+
+Chromium is Debian's (``/usr/bin/chromium``; ``.ci/run`` installs it): Playwright's own browser
+download needs a network this project does not have. Off CI a machine without it skips the
+browser tests with a reason; under CI (``CI`` set) a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def agentgym(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.run([sys.executable, "-m", "agentgym.cli", *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def real_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A code-env run (local sandbox) and a search-env run (the cached SQuAD corpus), 5 episodes each."""
+    from agentgym.envs.search.data import fetch
+
+    fetch()  # cached after the first time on a machine (tests/search use the same corpus)
+    where = tmp_path_factory.mktemp("runs")
+    made = {}
+    for env, extra in (("code", ["--sandbox", "local"]), ("search", [])):
+        out = where / f"{env}__reference.jsonl"
+        done = agentgym("eval", env, "--model", "reference", "--limit", "5", *extra, "--out", str(out), cwd=where)
+        assert done.returncode == 0, done.stderr
+        made[env] = out
+    return made
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium per test module. Playwright's sync API keeps an event loop running in this
+    thread while it is open, so it must be closed before any async test runs: module scope, in
+    modules of sync tests only."""
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
+        pytest.skip(f"no {CHROMIUM} on this machine (apt-get install chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A browser page that records console errors and uncaught exceptions."""
+
+    def __init__(self, browser: Any) -> None:
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.errors: list[str] = []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        # The report needs no network: any request leaving the file is a defect, and fails here.
+        self.page.route("http://**/*", self._refuse)
+        self.page.route("https://**/*", self._refuse)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(f"console.error: {message.text}")
+
+    def _refuse(self, route: Any) -> None:
+        self.errors.append(f"network: {route.request.url}")
+        route.abort()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Page]:
+    p = Page(browser)
+    yield p
+    p.page.close()

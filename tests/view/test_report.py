@@ -1,0 +1,189 @@
+"""`agentgym view` as a person uses it: real runs, a report opened in headless Chromium, read through the DOM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from agentgym.types import ImagePart, Message, TextPart, ToolCall, Trajectory, Turn, write_jsonl
+from agentgym.view.report import CHUNK, write_report
+from agentgym.view.runs import load_runs
+
+from .conftest import ARTIFACTS, Page, agentgym
+
+
+def open_report(page: Page, report: Path) -> None:
+    page.page.goto(report.as_uri())
+    page.page.wait_for_selector("#summary-table")
+    page.page.wait_for_selector(".js-plotly-plot .main-svg")  # plotly drew (its SVG), not just a div
+
+
+def test_report_of_a_code_run_and_a_search_run(real_runs, page, tmp_path):
+    report = tmp_path / "report.html"
+    done = agentgym("view", str(real_runs["code"]), str(real_runs["search"]), "--out", str(report), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 runs, 10 episodes" in done.stdout
+    open_report(page, report)
+    p = page.page
+    rows = p.locator("#summary-table tbody tr")
+    assert rows.count() == 2
+    assert rows.nth(0).locator("td").first.inner_text() == "code__reference"
+    assert "5/5 = 100.0%" in rows.nth(0).inner_text()
+    assert p.locator(".js-plotly-plot").count() >= 5
+    assert p.locator("#plot-success .bars .point").count() == 2  # one bar per run
+    assert p.locator("#comparison-table").inner_text().count("no task and seed in common") == 1
+    assert p.locator("#cost-table tbody tr").count() == 2
+    assert p.locator("#task-table tbody tr").count() == 10
+    assert p.locator("tr.episode-row").count() == 10
+
+    # A code episode: its python and submit calls, folded, with their outputs.
+    p.locator("tr.episode-row", has_text="HumanEval/0").click()
+    p.wait_for_selector(".trajectory .tool-call")
+    trajectory = p.locator(".trajectory")
+    assert trajectory.locator("h3").inner_text() == "HumanEval/0"
+    calls = trajectory.locator(".tool-call summary")
+    assert calls.count() == 2 and "python" in calls.nth(0).inner_text() and "submit" in calls.nth(1).inner_text()
+    assert trajectory.locator(".tool-output").count() == 2
+    assert trajectory.locator(".turn").count() == 2
+    assert "reward +1.000" in trajectory.locator(".turn").nth(1).locator(".badge.reward").inner_text()
+    details = trajectory.locator("details.tool-call").first
+    assert details.get_attribute("open") is None  # folded until clicked
+    details.locator("summary").click()
+    assert "def has_close_elements" in details.locator("pre").inner_text()
+
+    # A search episode, reached through the filters.
+    p.select_option("#ep-run", label="search__reference")
+    assert p.locator("tr.episode-row").count() == 5
+    p.locator("tr.episode-row").first.click()
+    p.wait_for_selector(".trajectory .tool-call >> text=search")
+    names = p.locator(".trajectory .tool-call summary code").all_inner_texts()
+    assert names[0] == "search" and names[-1] == "answer"
+    ARTIFACTS.mkdir(exist_ok=True)
+    p.locator("#episodes").scroll_into_view_if_needed()
+    p.screenshot(path=str(ARTIFACTS / "view-report.png"))
+    assert (ARTIFACTS / "view-report.png").stat().st_size > 10_000
+    assert page.errors == []
+
+
+def gui_trajectory(png: bytes) -> Trajectory:
+    """A GUI episode: the model clicks, the env answers with a screenshot (an image content part)."""
+    click = ToolCall(id="c1", name="click", arguments='{"x": 40, "y": 20}')
+    return Trajectory(
+        task_id="gui/press-ok", env="gui", policy="scripted", seed=0,
+        messages=[Message(role="user", content=[TextPart(text="Press OK. The screen:"), ImagePart.from_png(png)])],
+        turns=[Turn(action=Message(role="assistant", content="Clicking OK.", tool_calls=[click]),
+                    observation=[Message(role="tool", tool_call_id="c1", name="click",
+                                         content=[TextPart(text="clicked"), ImagePart.from_png(png)])],
+                    reward=1.0)],
+        reward=1.0, outcome_reward=1.0,
+    )
+
+
+def test_gui_screenshots_show_inline(page, tmp_path):
+    page.page.set_content("<button style='font-size:40px'>OK</button>")
+    png = page.page.screenshot(clip={"x": 0, "y": 0, "width": 160, "height": 80})
+    run = tmp_path / "gui.jsonl"
+    write_jsonl(run, [gui_trajectory(png)])
+    report = write_report(load_runs([run]), tmp_path / "gui.html")
+    open_report(page, report)
+    page.page.locator("tr.episode-row").first.click()
+    page.page.wait_for_selector(".trajectory img.inline-image")
+    images = page.page.locator(".trajectory img.inline-image")
+    assert images.count() == 2
+    for i in range(2):  # decoded, at the screenshot's own size, outside any fold
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth") == 160
+        assert images.nth(i).is_visible()
+    assert page.errors == []
+
+
+def test_serve_answers_on_localhost_only(real_runs, tmp_path):
+    report = tmp_path / "served.html"
+    proc = subprocess.Popen([sys.executable, "-m", "agentgym.cli", "view", str(real_runs["code"]), "--out",
+                             str(report), "--serve", "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        url = lines[1].split()[1]
+        assert url.startswith("http://127.0.0.1:"), lines
+        with urllib.request.urlopen(url, timeout=30) as r:
+            body = r.read().decode()
+        assert r.status == 200 and 'id="summary-table"' in body and body == report.read_text()
+        try:
+            urllib.request.urlopen(url + "etc/passwd", timeout=30)
+            raise AssertionError("a path beside the report was served")
+        except urllib.error.HTTPError as e:
+            assert e.code == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def many_trajectories(n: int) -> list[Trajectory]:
+    """``n`` episodes of two kinds (solved, failed with a reason), each with a call and its output."""
+    out = []
+    for i in range(n):
+        ok = i % 3 != 0
+        call = ToolCall(id=f"c{i}", name="python", arguments=json.dumps({"code": f"print({i} * 2)"}))
+        out.append(Trajectory(
+            task_id=f"task/{i // 2}", env="code", policy="synthetic", seed=i % 2,
+            messages=[Message(role="user", content=f"Task {i // 2}: double {i}.")],
+            turns=[Turn(action=Message(role="assistant", tool_calls=[call]),
+                        observation=[Message(role="tool", tool_call_id=f"c{i}", name="python", content=str(i * 2))],
+                        reward=1.0 if ok else 0.0)],
+            reward=1.0 if ok else 0.0, outcome_reward=1.0 if ok else 0.0,
+            outcome="terminated" if ok else "error", failure=None if ok else f"SandboxError: died on {i % 4}",
+        ))
+    return out
+
+
+def test_ten_thousand_episodes_load_lazily(page, tmp_path):
+    n = 10_000
+    run = tmp_path / "big.jsonl"
+    write_jsonl(run, many_trajectories(n))
+    started = time.monotonic()
+    report = write_report(load_runs([run]), tmp_path / "big.html")
+    built = time.monotonic() - started
+    started = time.monotonic()
+    open_report(page, report)
+    page.page.wait_for_selector("tr.episode-row")
+    loaded = time.monotonic() - started
+    p = page.page
+    nodes = p.evaluate("document.getElementsByTagName('*').length")
+    chunks = p.evaluate("document.querySelectorAll('script[id^=chunk-]').length")
+    print(f"\n10,000 episodes: report {report.stat().st_size / 1e6:.1f} MB, built in {built:.1f} s, "
+          f"opened in {loaded:.1f} s, {nodes} elements, {chunks} chunks")
+    assert chunks == n // CHUNK
+    assert p.locator("tr.episode-row").count() == 50  # one page, not 10,000 rows
+    assert nodes < 3_000
+    assert "· 10,000 episodes" in p.locator("#episode-pager").inner_text()
+    # The last episode: its page, then its chunk (the last one), decompressed on demand.
+    p.fill("#ep-search", "task/4999")
+    assert p.locator("tr.episode-row").count() == 2
+    p.locator("tr.episode-row[data-index='9999']").click()
+    p.wait_for_selector(".trajectory[data-index='9999'] .tool-call")
+    p.locator(".trajectory .tool-call summary").first.click()
+    assert "print(9999 * 2)" in p.locator(".trajectory .tool-call pre").first.inner_text()
+    assert p.locator(".trajectory .tool-output pre").first.text_content() == "19998"
+    # Failures group by reason; the link filters the list to that reason.
+    failures = p.locator("#failures-table tbody tr")
+    assert failures.count() == 4
+    failures.first.locator("a.failure-link").click()
+    assert "· 834 episodes" in p.locator("#episode-pager").inner_text()
+    assert page.errors == []
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    missing = agentgym("view", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no such run" in missing.stderr
+    (tmp_path / "empty.jsonl").write_text("not json\n")
+    empty = agentgym("view", str(tmp_path / "empty.jsonl"), cwd=tmp_path)
+    assert empty.returncode == 2 and "holds no trajectory" in empty.stderr
+    (tmp_path / "folder").mkdir()
+    folder = agentgym("view", str(tmp_path / "folder"), cwd=tmp_path)
+    assert folder.returncode == 2 and "holds no .jsonl run" in folder.stderr
+    assert not (tmp_path / "report.html").exists()
