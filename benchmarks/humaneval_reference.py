@@ -1,11 +1,13 @@
 """Full HumanEval reference run (164 episodes) at concurrency 8: agentgym's sandboxes vs a naive baseline.
 
 Whole episodes as ``agentgym eval`` plays them: reset, one ``python`` call running the canonical
-solution, ``submit``, and the verification (the task's tests in a fresh sandbox). The baseline is what
-a first implementation does: a fresh ``docker run --rm`` for every tool call and every verification
-(files the verifier writes are kept on the host and mounted in). All run through the same env, policy
-and runner, so the ratio is the sandbox layer's doing. Each run is a fresh event loop, so agentgym's
-shared pools start empty and the run pays its container starts, as a user's first evaluation does.
+solution, ``submit``, and the verification (the submission and the task's tests in two sandboxes of
+their own). The baseline is what a first implementation does: a fresh ``docker run --rm`` for every
+sandbox it is asked for (the episode's session, and the verifier's two), with no warm pool and no
+reuse; commands run in a ``docker run --rm`` each, Python in the sandbox's one persistent session.
+All run through the same env, policy and runner, so the ratio is the sandbox layer's doing. Each run
+is a fresh event loop, so agentgym's shared pools start empty and the run pays its container starts,
+as a user's first evaluation does.
 Runs go in rounds (docker, local, naive); each round's ratios are taken within the round, and the
 median of ``--repeat`` rounds is reported with its range. CPU is this run's own (:mod:`cpu_accounting`);
 the naive containers run under a cgroup parent of their own so their CPU is counted after they are
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shlex
 import tempfile
+import uuid
 from pathlib import Path
 
 from cpu_accounting import BENCH_OWNER_LABEL, CpuMeter, cgroup_parent, remove_cgroup_parent
@@ -42,20 +46,47 @@ def _cgroup_flags() -> list[str]:
     return ["--cgroup-parent", parent] if parent else []
 
 
+# The naive sandbox's Python session: length-prefixed code in on stdin, a length-prefixed JSON reply out.
+SESSION = r"""
+import io, json, sys, traceback
+namespace = {"__name__": "__main__"}
+while True:
+    size = sys.stdin.buffer.read(10)
+    if not size:
+        break
+    code = sys.stdin.buffer.read(int(size)).decode()
+    sys.stdout = sys.stderr = io.StringIO()
+    error = None
+    try:
+        exec(compile(code, "<python>", "exec"), namespace)
+    except BaseException:
+        error = traceback.format_exc()
+    output, sys.stdout, sys.stderr = sys.stdout.getvalue(), sys.__stdout__, sys.__stderr__
+    reply = json.dumps({"output": output, "error": error}).encode()
+    sys.stdout.buffer.write(b"%010d" % len(reply) + reply)
+    sys.stdout.buffer.flush()
+"""
+
+
 class NaiveDockerSandbox:
-    """One ``docker run --rm`` per call: no warm pool, no persistent process (the baseline)."""
+    """No warm pool, no reuse (the baseline): a ``docker run --rm`` per command, and one for the Python
+    session, started on its first use and removed on close."""
 
     def __init__(self, image: str) -> None:
         self.id = "naive"
         self.limits = Limits()
         self.image = image
         self.files = tempfile.TemporaryDirectory(prefix="agentgym-naive-")
+        self.session: asyncio.subprocess.Process | None = None
+        self.name = ""
+
+    def _docker_run(self, *argv: str) -> list[str]:
+        return ["docker", "run", "--rm", "--network", "none", "-v", f"{self.files.name}:/tmp",
+                "--label", f"{BENCH_OWNER_LABEL}={os.getpid()}", *_cgroup_flags(), *argv]
 
     async def _run(self, *argv: str, timeout: float | None = None) -> ExecResult:
         proc = await asyncio.create_subprocess_exec(
-            "docker", "run", "--rm", "--network", "none", "-v", f"{self.files.name}:/tmp",
-            "--label", f"{BENCH_OWNER_LABEL}={os.getpid()}", *_cgroup_flags(), self.image, *argv,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *self._docker_run(self.image, *argv), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), timeout or self.limits.exec_timeout + 30)
         return ExecResult(exit_code=proc.returncode or 0, stdout=out.decode(), stderr=err.decode())
 
@@ -63,8 +94,39 @@ class NaiveDockerSandbox:
         return await self._run("sh", "-c", f"cd {shlex.quote(cwd or '/tmp')} && {cmd}", timeout=timeout)
 
     async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:
-        result = await self._run("python3", "-c", code, timeout=timeout)
-        return PythonResult(output=result.stdout + result.stderr)
+        if self.session is None:
+            self.name = f"agentgym-naive-{uuid.uuid4().hex[:12]}"
+            self.session = await asyncio.create_subprocess_exec(
+                *self._docker_run("-i", "--name", self.name, self.image, "python3", "-u", "-c", SESSION),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        stdin, stdout = self.session.stdin, self.session.stdout
+        assert stdin is not None and stdout is not None
+        data = code.encode()
+
+        async def exchange() -> dict[str, str | None]:
+            stdin.write(b"%010d" % len(data) + data)
+            await stdin.drain()
+            reply: dict[str, str | None] = json.loads(await stdout.readexactly(int(await stdout.readexactly(10))))
+            return reply
+
+        try:
+            reply = await asyncio.wait_for(exchange(), timeout or self.limits.exec_timeout)
+        except TimeoutError:
+            await self._end_session()
+            return PythonResult(error="timed out", timed_out=True, restarted=True)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            await self._end_session()
+            return PythonResult(error="the Python session exited", restarted=True)
+        return PythonResult(output=reply["output"] or "", error=reply["error"])
+
+    async def _end_session(self) -> None:
+        if self.session is None:
+            return
+        remove = await asyncio.create_subprocess_exec(
+            "docker", "rm", "-f", self.name, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        await remove.wait()
+        await self.session.wait()
+        self.session = None
 
     async def read_file(self, path: str) -> bytes:
         return (Path(self.files.name) / Path(path).name).read_bytes()
@@ -77,6 +139,7 @@ class NaiveDockerSandbox:
         return True
 
     async def close(self) -> None:
+        await self._end_session()
         self.files.cleanup()
 
 

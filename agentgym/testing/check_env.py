@@ -10,7 +10,7 @@ It checks what the runner, the evaluation and the TRL adapter rely on, and says 
 - the reference's mean return beats the baseline's (or is above 0 without a baseline): the verifier
   can tell a solution from a non-solution;
 - ``close`` can be called twice and ``reset`` refuses afterwards;
-- every sandbox the env took (for its episodes and for its verifier) was given back.
+- every sandbox the env took (for its episodes and for its verifier) was given back (closed or destroyed).
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ class EnvReport:
 
 
 class _Tracked:
-    """A sandbox that remembers whether it was closed; everything else goes to the real one."""
+    """A sandbox that remembers whether it was closed or destroyed; everything else goes to the real one.
+
+    A verifier may destroy what it borrowed rather than close it, so that it is never lent again.
+    """
 
     def __init__(self, sandbox: Any) -> None:
         self._sandbox = sandbox
@@ -55,6 +58,10 @@ class _Tracked:
     async def close(self) -> None:
         self.closed = True
         await self._sandbox.close()
+
+    async def destroy(self) -> None:
+        self.closed = True
+        await self._sandbox.destroy()
 
 
 class _TrackingProvider:

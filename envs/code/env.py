@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
 from collections.abc import Callable, Sequence
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from agentgym.types import Task
 
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
+from .verifier import Report, verify
 from .verify import PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
@@ -29,25 +27,22 @@ def _humaneval() -> tuple[Task, ...]:
     return tuple(load_tasks())
 
 
-def _prompt_imports(prompt: str) -> str:
-    """The import lines of a HumanEval prompt, run before a submission that forgot them."""
-    return "\n".join(line for line in prompt.splitlines() if line.startswith(("import ", "from ")))
-
-
 class CodeEnv(Env):
     """Write a Python function: try code in a persistent session, then submit the function.
 
     Tasks are HumanEval's 164 problems by default, or any JSONL file with the same fields
-    (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``). The verifier (:class:`PassesTests`) runs
-    the task's tests against the submission in a fresh sandbox under the same limits; the reward is 1
-    when every test passes, else 0, and ``trajectory.info["tests"]`` lists each test with its result.
+    (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``). The verifier (:class:`PassesTests`, through
+    :mod:`~agentgym.envs.code.verifier`) runs the submission and the task's tests in two sandboxes of
+    their own (never the model's), and only plain values cross between them, so nothing the
+    submission does can decide its grade (docs/threat-model.md). The reward is 1 when every test
+    passes, else 0, and ``trajectory.info["tests"]`` lists each test with its result.
     """
 
     max_turns = 8
     sandbox_image = "python"
     verifier = PassesTests()
     verify_timeout = 20.0
-    """Seconds the task's tests may run; past it the submission scores 0."""
+    """Seconds the submission and its tests may take in all; past it the tests left fail."""
 
     def __init__(self, *, tasks_path: str | Path | None = None, **kwargs: Any) -> None:
         """
@@ -107,46 +102,20 @@ class CodeEnv(Env):
         return blocks[-1] if blocks else text
 
     async def final_state(self) -> None:
-        """Nothing to show the verifier; the session is done with, so give it back (the tests get a fresh one)."""
+        """Nothing to show the verifier; the session is done with, so give it back (the tests get sandboxes
+        of their own)."""
         await self.release_sandbox()
 
-    async def run_tests(self, task: Task, solution: str) -> dict[str, Any]:
-        """Run ``task``'s tests on ``solution`` in a fresh sandbox; return the harness's report."""
-        from agentgym.sandboxes import acquire
+    async def run_tests(self, task: Task, solution: str) -> Report:
+        """Run ``task``'s tests on ``solution``: the submission and the tests each in a sandbox of their own.
 
-        nonce = secrets.token_hex(16)
-        job = {
-            "nonce": nonce,
-            "prelude": _prompt_imports(task.data["prompt"]),
-            "solution": solution,
-            "prompt": task.data["prompt"],
-            "test": task.data["test"],
-            "entry_point": task.data["entry_point"],
-        }
-        sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image)
-        try:
-            # The harness runs in the fresh sandbox's Python session: no new interpreter to start.
-            await sandbox.write_file("/tmp/job.json", json.dumps({**job, "report_dir": "/tmp"}))
-            result = await sandbox.run_python(_harness_source() + "\nmain('/tmp/job.json')\n",
-                                              timeout=self.verify_timeout)
-            try:
-                report = (await sandbox.read_file(f"/tmp/report-{nonce}.json")).decode()
-            except OSError:
-                report = ""
-        finally:
-            await sandbox.close()
-        if report.startswith(nonce):
-            return json.loads(report[len(nonce):])
-        reason = "timed out" if result.timed_out else "stopped before reporting"
-        tail = ((result.error or "") + result.output)[-500:]
-        return {"loaded": False, "error": f"tests did not finish: {reason}\n{tail}".strip(),
-                "tests": [], "passed": 0, "total": 0}
+        Raises:
+            DataError: The task's tests cannot grade anything (no ``check``, no test statement).
+        """
+        return await verify(task.data, solution, sandbox=self.sandbox_backend, image=self.sandbox_image,
+                            timeout=self.verify_timeout)
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
         return {"reference": ReferenceSolution, "baseline": PromptBaseline}
 
-
-@cache
-def _harness_source() -> str:
-    return resources.files(__package__).joinpath("harness.py").read_text()

@@ -2,7 +2,8 @@
 
 A task row has HumanEval's fields: ``task_id``, ``prompt`` (signature and docstring), ``test`` (a
 ``check(candidate)`` function), ``entry_point`` (the function's name) and, optionally,
-``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it).
+``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it). A task
+whose ``test`` cannot grade anything (no ``check``, or no test statement in it) is refused on load.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 from agentgym.errors import DataError
 from agentgym.types import Task, read_tasks
+
+from .testplan import TaskError, plan
 
 REQUIRED_FIELDS = ("task_id", "prompt", "test", "entry_point")
 
@@ -50,6 +53,10 @@ def _task_from_row(row: dict[str, Any]) -> Task:
         value = row.get(key)
         if not isinstance(value, str) and not (key == "canonical_solution" and value is None):
             raise ValueError(f"{key} must be a string, got {json.dumps(value)[:60]}")
+    try:
+        plan(row["test"], row["entry_point"])
+    except TaskError as e:
+        raise ValueError(f"task {row['task_id']}: {e}") from None
     return Task(
         id=row["task_id"],
         prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",

@@ -1,4 +1,7 @@
-"""The code env's verifier: the task's tests, run against the submission in a fresh sandbox."""
+"""The code env's verifier: the task's tests, run against the submission where it cannot reach them.
+
+The work is :mod:`~agentgym.envs.code.verifier`'s (docs/threat-model.md); this is its reward.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +30,8 @@ class PassesTests:
         if not episode.final_answer:
             return Reward(value=0.0, info={"tests": [], "verifier": "no submission"})
         report = await env.run_tests(episode.task, episode.final_answer)
-        passed = bool(report.get("loaded")) and report["total"] > 0 and report["passed"] == report["total"]
         return Reward(
-            value=1.0 if passed else 0.0,
-            components={"tests_passed_fraction": report["passed"] / report["total"] if report.get("total") else 0.0},
-            info={"tests": report.get("tests", []), "verifier": report.get("error") or "ok"},
+            value=1.0 if report.all_passed else 0.0,
+            components={"tests_passed_fraction": report.passed / report.total if report.total else 0.0},
+            info={"tests": report.tests, "verifier": report.error or "ok"},
         )

@@ -1,4 +1,7 @@
-"""HumanEval end to end: reference solutions pass, non-solutions and cheats fail, on both backends."""
+"""HumanEval end to end: reference solutions pass and non-solutions fail, on both backends.
+
+Forged grades (cheats) are tests/code/test_forgery.py's.
+"""
 
 import json
 
@@ -22,39 +25,6 @@ async def test_reference_passes_all_164_and_the_bare_prompt_none(backend):
                                      progress=False)
     assert (base.episodes, base.successes) == (164, 0)
     assert all(t.outcome == "terminated" and not all(x["passed"] for x in t.info["tests"]) for t in base_runs)
-
-
-def submit(code: str) -> Message:
-    return Message(role="assistant", tool_calls=[ToolCall(id="s", name="submit", arguments=json.dumps({"code": code}))])
-
-
-CHEATS = {
-    "sys.exit before the tests": (
-        "import sys\ndef has_close_elements(numbers, threshold):\n    return True\nsys.exit(0)\n"
-    ),
-    "os._exit before the tests": "import os\nos._exit(0)\n",
-    "a forged report": (
-        "import glob\nfor name in ['/tmp/report-' + 'f' * 32 + '.json', *glob.glob('/tmp/*')]:\n"
-        "    open(name if name.endswith('.json') and 'report' in name else name + '.forged', 'w').write("
-        "'f' * 32 + '{\"loaded\": true, \"passed\": 1, \"total\": 1, \"tests\": []}')\n"
-    ),
-    "reading the job file for the nonce": (
-        "import json\nNONCE = json.load(open('/tmp/job.json'))['nonce']\n"
-    ),
-    "an endless loop": "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n",
-    "a body without a function": "return True\n",
-}
-
-
-@pytest.mark.parametrize("cheat", list(CHEATS))
-async def test_cheats_and_broken_submissions_score_zero(cheat):
-    async with make("code", sandbox_backend="local") as env:
-        env.verify_timeout = 3.0
-        task = env.tasks()[0]
-        await env.reset(task)
-        result = await env.step(submit(CHEATS[cheat]))
-    assert result.terminated and result.reward == 0.0
-    assert env.trajectory.outcome_reward == 0.0
 
 
 async def test_per_test_detail_and_plain_text_answers():

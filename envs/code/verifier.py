@@ -1,0 +1,360 @@
+"""Grades a code submission so that nothing the submission can reach decides its grade.
+
+Two sandboxes take part, and the submission runs in only one of them:
+
+- the **submission's** sandbox defines the submitted function and, for each call, returns what it
+  returned (or raised) as plain data (:mod:`~agentgym.envs.code.submission`);
+- the **grader's** sandbox runs the task's tests with a ``candidate`` that forwards each call, and
+  rebuilds each reply with :func:`~agentgym.envs.code.plain.decode`
+  (:mod:`~agentgym.envs.code.grader`): every comparison, and the per-test record, happen there.
+
+This host process relays: it asks the grader for its next call, sends the call's arguments to the
+submission, and hands the reply back unread (the grader parses it). A submission can therefore only
+choose its function's results, as plain values; it never sees the tests, the grader's nonce or the
+report. docs/threat-model.md says what this defends and what it does not.
+
+Neither sandbox is ever lent to a model afterwards; each role has a warm pool of its own. A
+submission's sandbox saw the tests' arguments: it is wiped and goes back to the submissions' pool.
+A grader's sandbox holds the hidden tests, but its session only ever runs the grader's server,
+which forks a child per verification and kills it after (:mod:`~agentgym.envs.code.grader`): it
+is kept for the next verification as it is, without a wipe, and wiped only when it failed or grew
+old. With a provider object (``CodeEnv(sandbox_backend=pool)``) both come from it and are destroyed after
+use. So a verification costs what it did when one sandbox did it all (one wipe, besides the
+episode's own), plus two round trips to warm sandboxes per candidate call, a fraction of a
+millisecond each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+import weakref
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from agentgym.errors import DataError, SandboxError
+from agentgym.sandboxes import Limits, PythonResult, Sandbox, SandboxPool, SandboxProvider
+from agentgym.sandboxes.sandbox import AgentSandbox
+
+from .grader import FRAME_RESULTS_BYTES
+from .testplan import TaskError, TestPlan, plan
+
+LIMITS = Limits(output_bytes=1 << 20)
+"""Limits of the verifier's sandboxes: the defaults, with room for a reply of up to a MiB."""
+FRAME_SLACK = 8 << 10  # room in a sandbox's output for a frame's marker and the grader's results
+MIN_GRADER_SECONDS = 2.0  # left to the tests after a hung call, so the rest can fail with a reason
+HOST_SLACK = 5.0  # host-side timeout past the grader's own, which normally fires first
+MAX_POOLED = 32
+
+_sandboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], VerifierSandboxes]] = (
+    weakref.WeakKeyDictionary()
+)
+_servers: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # grader sandboxes whose session runs the server
+
+# Defines a module from source inside a sandbox, so the grader's and the server's ``import`` work.
+_INSTALL = """
+import json as _json, sys as _sys, types as _types
+def _agentgym_install(name, source):
+    module = _types.ModuleType(name)
+    exec(compile(source, name + ".py", "exec"), module.__dict__)
+    _sys.modules[name] = module
+    return module
+"""
+
+
+@dataclass
+class Report:
+    """What the tests said about a submission.
+
+    Attributes:
+        loaded: The submission defined its function.
+        error: Why it did not, or why the tests did not finish; None when they did.
+        tests: One ``{"test", "passed", "error"?}`` per test statement, and per other statement that failed.
+    """
+
+    loaded: bool
+    error: str | None = None
+    tests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(bool(t["passed"]) for t in self.tests)
+
+    @property
+    def total(self) -> int:
+        return len(self.tests)
+
+    @property
+    def all_passed(self) -> bool:
+        return self.loaded and self.error is None and self.total > 0 and self.passed == self.total
+
+
+async def verify(
+    data: dict[str, Any], solution: str, *, sandbox: str | SandboxProvider, image: str, timeout: float
+) -> Report:
+    """Run the task's tests (``data``: HumanEval fields) against ``solution`` within ``timeout`` seconds.
+
+    Raises:
+        DataError: The task's tests cannot grade anything (no ``check``, no test in it) or crash
+            before any test ran; the message says why.
+        SandboxError: A sandbox could not be had, or the grader failed before any call.
+    """
+    try:
+        test_plan = plan(data["test"], data["entry_point"])
+    except TaskError as e:
+        raise DataError(f"task {data.get('task_id')}: {e}") from None
+    own = _sandboxes_for(sandbox, image) if isinstance(sandbox, str) else None
+    if own is not None:
+        pair = await _acquire_pair(own.submission(), own.grader(), own)
+    else:
+        pair = await _acquire_pair(sandbox.acquire(), sandbox.acquire(), own)  # type: ignore[union-attr]
+    deadline = time.monotonic() + timeout  # from when both are ready: a cold start is not the submission's
+    submission, tests = Submission(pair[0], data, solution), Tests(pair[1], data, test_plan)
+    try:
+        return await _grade(submission, tests, deadline)
+    except DataError:
+        raise
+    except BaseException:
+        tests.reusable = False  # e.g. cancelled mid-call: the grader's session may still be busy
+        raise
+    finally:
+        await _release(submission.sandbox, own, grader=False)
+        await _release(tests.sandbox, own, grader=True, reusable=tests.reusable)
+
+
+async def _acquire_pair(
+    submission: Awaitable[Sandbox], grader: Awaitable[Sandbox], own: VerifierSandboxes | None
+) -> tuple[Sandbox, Sandbox]:
+    """Both sandboxes at once; none is left lent out when one cannot be had or the caller is cancelled."""
+    tasks = [asyncio.ensure_future(submission), asyncio.ensure_future(grader)]
+    try:
+        await asyncio.wait(tasks)
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        raise
+    finally:
+        failure = next((t.exception() for t in tasks if not t.cancelled() and t.exception()), None)
+        if failure is not None or any(t.cancelled() for t in tasks):
+            for index, task in enumerate(tasks):
+                if not task.cancelled() and task.exception() is None:
+                    await _release(task.result(), own, grader=index == 1)
+    if failure is not None:
+        raise failure
+    return tasks[0].result(), tasks[1].result()
+
+
+async def _release(sandbox: Sandbox, own: VerifierSandboxes | None, *, grader: bool, reusable: bool = False) -> None:
+    """A verifier's sandbox goes back to its role's pool, or is destroyed if it came from the caller's provider."""
+    if own is None:  # never lent again: destroyed (or closed, if the provider's sandboxes cannot be)
+        destroy = getattr(sandbox, "destroy", None)
+        await (destroy() if destroy is not None else sandbox.close())
+    elif grader:
+        await own.keep_grader(sandbox, reusable=reusable)  # type: ignore[arg-type]
+    else:
+        await sandbox.close()
+
+
+async def _grade(submission: Submission, tests: Tests, deadline: float) -> Report:
+    loaded, event = await asyncio.gather(submission.load(deadline), tests.start(deadline))
+    if "task_error" in event:
+        raise DataError(f"task {tests.task_id}: {event['task_error']}")
+    if loaded is not None:
+        return Report(loaded=False, error=loaded)
+    report = Report(loaded=True)
+    while True:
+        report.tests += event["results"]
+        if "call" in event:
+            event = await tests.pump(await submission.call(event["call"], deadline), deadline)
+        elif "more" in event:
+            event = await tests.pump(None, deadline)
+        else:
+            report.error = event.get("error")
+            return report
+
+
+class Submission:
+    """The submitted function, in its sandbox: load it, then call it. Nothing it prints is trusted."""
+
+    def __init__(self, sandbox: Sandbox, data: dict[str, Any], solution: str) -> None:
+        self.sandbox = sandbox
+        self.marker = "\x1e" + secrets.token_hex(8)  # finds replies among stray output; not a secret
+        self.job = {
+            "marker": self.marker,
+            "prelude": "\n".join(line for line in data["prompt"].splitlines() if line.startswith(("import ", "from "))),
+            "prompt": data["prompt"],
+            "solution": solution,
+            "entry_point": data["entry_point"],
+            "reply_bytes": sandbox.limits.output_bytes - FRAME_SLACK,
+        }
+        self.gone: str | None = None  # why the function can no longer be called
+
+    async def load(self, deadline: float) -> str | None:
+        """Define the function; None when it is defined, else why not."""
+        code = (f"{_INSTALL}\n_agentgym_install('agentgym_plain', {_source('plain')!r})\n"
+                f"_agentgym_server = _agentgym_install('agentgym_submission', {_source('submission')!r})"
+                f".Server(_json.loads({json.dumps(self.job)!r}))\n")
+        reply = await self._run(code, deadline, "while loading")
+        if reply is None:
+            return self.gone
+        try:
+            message = json.loads(reply)
+        except (ValueError, RecursionError):
+            message = None
+        if message == {"loaded": True}:
+            return None
+        if isinstance(message, dict) and isinstance(message.get("error"), str):
+            return message["error"][:2000]
+        return f"the submission's sandbox sent a malformed reply while loading: {reply[:200]!r}"
+
+    async def call(self, request: str, deadline: float) -> str:
+        """The reply to one call (JSON text, parsed by the grader, never here)."""
+        if self.gone is None and time.monotonic() >= deadline:
+            self.gone = "the tests ran out of time before this call"
+        if self.gone is None:
+            reply = await self._run(f"_agentgym_server.call({request!r})\n", deadline, "during a call")
+            if reply is not None:
+                return reply
+        return json.dumps({"failed": self.gone})
+
+    async def _run(self, code: str, deadline: float, when: str) -> str | None:
+        """Run ``code``; its reply frame, or None with :attr:`gone` set."""
+        seconds = max(0.001, deadline - time.monotonic())
+        try:
+            result = await self.sandbox.run_python(code, timeout=seconds)
+        except SandboxError as e:
+            self.gone = f"the submission's sandbox failed {when}: {e}"
+            return None
+        if result.timed_out:
+            self.gone = f"the submission did not finish within the tests' {seconds:.3g} s ({when})"
+        elif result.restarted:
+            self.gone = f"the submission's process exited {when}: {_tail(result)}"
+        elif result.truncated:
+            self.gone = f"the submission printed more than its sandbox keeps {when}"
+        else:
+            frame = _frame(result.output, self.marker)
+            if frame is not None:
+                return frame
+            return json.dumps({"failed": f"the submission sent no reply {when}: {_tail(result)}"})
+        return None
+
+
+class Tests:
+    """The task's tests, run by the grader's server; each call answers with its next frame."""
+
+    def __init__(self, sandbox: Sandbox, data: dict[str, Any], test_plan: TestPlan) -> None:
+        self.sandbox = sandbox
+        self.task_id = data.get("task_id")
+        self.nonce = "\x1e" + secrets.token_hex(16)  # known here and in the grader only
+        self.job = {"nonce": self.nonce, "prompt": data["prompt"], "entry_point": data["entry_point"],
+                    "setup": test_plan.setup, "parameter": test_plan.parameter, "statements": test_plan.statements,
+                    "request_bytes": sandbox.limits.output_bytes - FRAME_RESULTS_BYTES - FRAME_SLACK}
+        self.started = False
+        self.reusable = True  # the server answered every call as it should
+
+    async def start(self, deadline: float) -> dict[str, Any]:
+        """Start the tests (and the server, in a sandbox that has none yet); their first frame."""
+        code = f"_agentgym_graders.start({json.dumps(self.job)!r}, {self._seconds(deadline)!r})\n"
+        if self.sandbox not in _servers:
+            code = (f"{_INSTALL}\n_agentgym_install('agentgym_plain', {_source('plain')!r})\n"
+                    f"_agentgym_graders = _agentgym_install('agentgym_grader', {_source('grader')!r}).Server()\n"
+                    + code)
+        event = await self._run(code, deadline)
+        _servers.add(self.sandbox)
+        self.started = True
+        return event
+
+    async def pump(self, reply: str | None, deadline: float) -> dict[str, Any]:
+        """Hand the tests the submission's ``reply``; their next frame."""
+        return await self._run(f"_agentgym_graders.pump({reply!r}, {self._seconds(deadline)!r})\n", deadline)
+
+    @staticmethod
+    def _seconds(deadline: float) -> float:
+        return max(MIN_GRADER_SECONDS, deadline - time.monotonic())
+
+    async def _run(self, code: str, deadline: float) -> dict[str, Any]:
+        """One frame. Once the submission's values are in play, a grader that fails ends the tests as failed."""
+        seconds = self._seconds(deadline) + HOST_SLACK
+        try:
+            result = await self.sandbox.run_python(code, timeout=seconds)
+        except SandboxError as e:
+            self.reusable = False
+            if not self.started:
+                raise
+            return {"results": [], "error": f"the tests did not finish: their sandbox failed: {e}"}
+        frame = _frame(result.output, self.nonce)
+        if frame is not None and not result.error:
+            event: dict[str, Any] = json.loads(frame)
+            return event
+        self.reusable = False
+        why = "timed out" if result.timed_out else _tail(result)
+        if not self.started:
+            raise SandboxError(f"the grader did not start: {why}")
+        return {"results": [], "error": f"the tests did not finish: {why}"}
+
+
+def _frame(output: str, marker: str) -> str | None:
+    """The text after the last ``marker`` in ``output``, up to the end of its line."""
+    start = output.rfind(marker)
+    if start < 0:
+        return None
+    start += len(marker)
+    end = output.find("\n", start)
+    return output[start:] if end < 0 else output[start:end]
+
+
+def _tail(result: PythonResult) -> str:
+    return ((result.error or "") + result.output)[-500:].strip() or "(no output)"
+
+
+@cache
+def _source(module: str) -> str:
+    return resources.files(__package__).joinpath(f"{module}.py").read_text(encoding="utf-8")
+
+
+class VerifierSandboxes:
+    """The verifier's sandboxes for one backend and image on one event loop, apart from any model's.
+
+    Submissions' sandboxes come from a pool of their own and are wiped after each use. Graders'
+    are kept between verifications (see the module docstring) and handed back to their pool, to be
+    wiped, only when one failed or has used half its wall time.
+    """
+
+    def __init__(self, backend: str, image: str) -> None:
+        self.submissions = SandboxPool(backend, image, LIMITS, size=0, max_size=MAX_POOLED)
+        self.graders = SandboxPool(backend, image, LIMITS, size=0, max_size=MAX_POOLED)
+        self.idle: list[AgentSandbox] = []
+
+    async def submission(self) -> AgentSandbox:
+        return await self.submissions.acquire()
+
+    async def grader(self) -> AgentSandbox:
+        while self.idle:
+            sandbox = self.idle.pop()
+            if self._fit(sandbox):
+                return sandbox
+            await sandbox.close()
+        return await self.graders.acquire()
+
+    async def keep_grader(self, sandbox: AgentSandbox, *, reusable: bool) -> None:
+        if reusable and self._fit(sandbox) and len(self.idle) < MAX_POOLED:
+            self.idle.append(sandbox)
+        else:
+            await sandbox.close()
+
+    @staticmethod
+    def _fit(sandbox: AgentSandbox) -> bool:
+        return sandbox.connected and time.monotonic() - sandbox.started < sandbox.limits.wall_seconds / 2
+
+
+def _sandboxes_for(backend: str, image: str) -> VerifierSandboxes:
+    own = _sandboxes.setdefault(asyncio.get_running_loop(), {})
+    if (backend, image) not in own:
+        own[backend, image] = VerifierSandboxes(backend, image)
+    return own[backend, image]
