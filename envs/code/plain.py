@@ -43,8 +43,8 @@ def encode(value: Any) -> Any:
         number = int.__index__(value)
         return number if -BIG <= number < BIG else {"int": hex(number)}
     if isinstance(value, float):
-        number = float.__float__(value)
-        return number if math.isfinite(number) else {"float": repr(number)}
+        real = float.__float__(value)
+        return real if math.isfinite(real) else {"float": repr(real)}
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, list):

@@ -79,7 +79,7 @@ def _plan(test: str, entry_point: str) -> TestPlan:
     if not any(s.is_test for s in statements):
         raise TaskError("check(candidate) has no test statement: nothing in it asserts (an assert whose "
                         "condition is not a constant, or a raise)")
-    names = {parameter, entry_point} - {None}
+    names = {n for n in (parameter, entry_point) if n is not None}
     if not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(check)):
         raise TaskError(f"check never uses the candidate ({' or '.join(sorted(names))})")
     first, last = _first_line(check), check.end_lineno or check.lineno

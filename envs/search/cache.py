@@ -63,9 +63,9 @@ class RecordReplay:
                 if line.strip():
                     entry = json.loads(line)
                     self.entries[entry["key"]] = entry
-        recorded = {e.get("backend") for e in self.entries.values()}
+        recorded = {str(e["backend"]) for e in self.entries.values() if e.get("backend")}
         fallback = recorded.pop() if len(recorded) == 1 else "replay"
-        self.name = backend.name if backend is not None else fallback
+        self.name: str = backend.name if backend is not None else fallback
 
     async def _answer(self, op: str, request: dict[str, Any]) -> Any:
         task = current_task.get()
