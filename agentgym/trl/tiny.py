@@ -140,13 +140,13 @@ def tiny_agent(
     from transformers.utils.chat_template_utils import get_json_schema, render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
 
-    from agentgym.trl.environment import env_factory, environment_class
+    from agentgym.trl.environment import env_factory, env_tools, environment_class
 
     cls, make_env = env_factory(source)
     generated = environment_class(source)
     tool_sets: list[list[Any]] = [
         [t.to_openai() for t in make_env().tools],
-        [get_json_schema(getattr(generated, name)) for name in cls._tools],
+        [get_json_schema(getattr(generated, name)) for name in env_tools(cls)],
     ]
     conversations = [[*prompt, reply] for prompt, reply in examples]
     corpus: list[str] = []

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+
+from pydantic import BaseModel, Field
+
 from agentgym.env import Env, ToolResult
+from agentgym.errors import ToolError
 from agentgym.tools import tool
-from agentgym.types import Reward
+from agentgym.types import Reward, Task
 
 
 class Constant(Env):
@@ -62,3 +68,113 @@ class Crashy(Env):
 
     async def score(self) -> Reward:
         return Reward(value=1.0)
+
+
+class Moody(Env):
+    """Blue scores, green is refused (a ``ToolError`` the model reads), red crashes the env.
+
+    A batch of tiny-model episodes therefore holds scored episodes, tool errors and crashes: every
+    kind of env metric has something to count.
+    """
+
+    max_turns = 2
+
+    @tool(final=True)
+    async def say(self, colour: str) -> str:
+        """Say a colour and end the episode.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        if colour == "red":
+            raise RuntimeError("sandbox died")
+        if colour == "green":
+            raise ToolError("green is not allowed here")
+        return f"You said {colour}."
+
+    async def score(self) -> Reward:
+        said = [m.text for t in self.trajectory.turns for m in t.observation] if self.trajectory else []
+        blue = float(any(text == "You said blue." for text in said))
+        return Reward(value=blue, components={"blue": blue, "answered": float(bool(said))})
+
+
+class InFlight:
+    """Counts how many coroutines of each kind are running at once, and the most there ever were."""
+
+    def __init__(self) -> None:
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.total: dict[str, int] = {}
+
+    async def hold(self, kind: str, seconds: float) -> None:
+        self.now[kind] = self.now.get(kind, 0) + 1
+        self.total[kind] = self.total.get(kind, 0) + 1
+        self.peak[kind] = max(self.peak.get(kind, 0), self.now[kind])
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.now[kind] -= 1
+
+
+class Sleepy(Env):
+    """Every reset, tool call and scoring takes 0.3 s and is counted in :attr:`flight` while it runs.
+
+    ``say`` does not end the episode, so every episode is scored when the trainer asks for rewards.
+    """
+
+    max_turns = 3
+    flight = InFlight()
+
+    async def setup(self, task: Task) -> None:
+        await self.flight.hold("reset", 0.3)
+
+    @tool
+    async def say(self, colour: str) -> str:
+        """Say a colour.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        await self.flight.hold("say", 0.3)
+        return f"You said {colour}."
+
+    async def score(self) -> Reward:
+        await self.flight.hold("score", 0.3)
+        return Reward(value=1.0)
+
+
+class Passenger(BaseModel):
+    """Who flies."""
+
+    name: str = Field(description="Full name.")
+    age: int
+
+
+class Booking(Env):
+    """A tool whose parameters are pydantic models (and lists of them)."""
+
+    max_turns = 2
+
+    @tool(final=True)
+    async def book(self, passenger: Passenger, companions: list[Passenger] | None = None) -> str:
+        """Book a seat.
+
+        Args:
+            passenger: The traveller.
+            companions: People flying along.
+        """
+        names = [p.name for p in [passenger, *(companions or [])]]
+        return f"Booked {', '.join(names)} (first aged {passenger.age})."
+
+
+class Dated(Env):
+    """A tool whose parameter type transformers cannot describe (a date)."""
+
+    @tool(final=True)
+    async def depart(self, day: datetime.date) -> str:
+        """Depart.
+
+        Args:
+            day: When.
+        """
+        return str(day)
