@@ -16,6 +16,7 @@ generate the same number of turns; multi-process runs of multi-turn rollouts are
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 
@@ -56,6 +57,8 @@ def _transformers(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -
         attention_mask[row, width - len(prompt):] = 1
     device = trainer.accelerator.device
     args = trainer.args
+    config = copy.deepcopy(trainer.generation_config)  # the trainer's sampling settings, with this turn's budget
+    config.max_new_tokens = max_new_tokens
     with (
         unwrap_model_for_generation(
             trainer.model_wrapped, trainer.accelerator,
@@ -66,7 +69,7 @@ def _transformers(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -
         torch.no_grad(),
     ):
         out = model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                             generation_config=trainer.generation_config, max_new_tokens=max_new_tokens)
+                             generation_config=config)
     eos = set(trainer.eos_token_ids)
     completions = []
     for ids in out[:, width:].tolist():

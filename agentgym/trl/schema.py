@@ -98,8 +98,9 @@ def check_describable(method: Callable[..., Any], owner: str) -> None:
     try:
         get_json_schema(method)
     except Exception as e:  # transformers raises TypeHintParsingException / DocstringParsingException
+        reason = str(e).split(". ")[0].rstrip(".")  # its advice (write the schema by hand) does not apply here
         raise EnvError(
             f"tool {method.__name__!r} of {owner} cannot be shown to a model through TRL's environment_factory: "
-            f"{e} Use basic types, Literal or Enum, pydantic models, or lists, dicts and unions of them; "
-            "or train through agentgym.trl.rollout_spec, which uses agentgym's own schemas."
+            f"transformers says: {reason}. Use basic types, Literal or Enum, pydantic models, or lists, dicts and "
+            "unions of them; or train through agentgym.trl.rollout_spec, which uses agentgym's own schemas."
         ) from e

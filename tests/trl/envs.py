@@ -50,6 +50,35 @@ class Chatter(Env):
         return Reward(value=0.0)
 
 
+class CrashyChatter(Env):
+    """:class:`Chatter` whose env crashes on the second call of an episode that began with green.
+
+    Its crashed episodes have two turns (and a span for each), so per-turn credit has something to
+    give them unless they are recognised as crashed.
+    """
+
+    max_turns = 3
+    text_ends_episode = False
+
+    async def setup(self, task: Task) -> None:
+        self.first: str | None = None
+
+    @tool
+    async def say(self, colour: str) -> ToolResult:
+        """Say a colour.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        if self.first == "green":
+            raise RuntimeError("sandbox died")
+        self.first = self.first or colour
+        return ToolResult(f"ENVTEXT {colour} ENVTEXT", reward=0.5 if colour == "blue" else 0.0)
+
+    async def score(self) -> Reward:
+        return Reward(value=0.0)
+
+
 class Crashy(Env):
     """Saying red crashes the env (as a dead sandbox would), failing that episode only."""
 
@@ -117,7 +146,7 @@ class InFlight:
 
 
 class Sleepy(Env):
-    """Every reset, tool call and scoring takes 0.3 s and is counted in :attr:`flight` while it runs.
+    """Every reset, tool call and scoring takes 0.5 s and is counted in :attr:`flight` while it runs.
 
     ``say`` does not end the episode, so every episode is scored when the trainer asks for rewards.
     """
@@ -126,7 +155,7 @@ class Sleepy(Env):
     flight = InFlight()
 
     async def setup(self, task: Task) -> None:
-        await self.flight.hold("reset", 0.3)
+        await self.flight.hold("reset", 0.5)
 
     @tool
     async def say(self, colour: str) -> str:
@@ -135,11 +164,11 @@ class Sleepy(Env):
         Args:
             colour: One of red, green or blue.
         """
-        await self.flight.hold("say", 0.3)
+        await self.flight.hold("say", 0.5)
         return f"You said {colour}."
 
     async def score(self) -> Reward:
-        await self.flight.hold("score", 0.3)
+        await self.flight.hold("score", 0.5)
         return Reward(value=1.0)
 
 

@@ -1,7 +1,7 @@
 """A batch's env work overlaps on the environment_factory path: resets, tool calls and scoring.
 
 Measured by counting the env coroutines in flight at once (:class:`tests.trl.envs.InFlight`), not by
-timing: each reset, call and scoring of :class:`~tests.trl.envs.Sleepy` holds for 0.3 s, so work that
+timing: each reset, call and scoring of :class:`~tests.trl.envs.Sleepy` holds for 0.5 s, so work that
 overlaps is counted together and work done one by one never is.
 """
 
