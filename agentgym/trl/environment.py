@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
@@ -44,6 +44,8 @@ from agentgym.types import Message, Task, ToolCall
 
 TASK_COLUMN = "agentgym_task"
 """Dataset column holding each row's :class:`~agentgym.types.Task` as JSON."""
+
+T = TypeVar("T")
 
 EnvSource = str | type[Env] | Callable[[], Env]
 """A registered env id, an ``Env`` subclass, or a no-argument callable returning a fresh env."""
@@ -141,8 +143,8 @@ class AgentgymEnvironment:
         self._submit(lambda: self._start(task))
         return None
 
-    def _submit(self, work: Callable[[], Awaitable[Any]]) -> Future[Any]:
-        async def in_order() -> Any:
+    def _submit(self, work: Callable[[], Awaitable[T]]) -> Future[T]:
+        async def in_order() -> T:
             async with self._lock:
                 return await work()
 

@@ -46,7 +46,7 @@ def _vllm(vllm: Any, prompts: list[list[int]], max_new_tokens: int) -> tuple[lis
 
 def _transformers(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -> tuple[list[list[int]], None]:
     import torch
-    from trl.models import unwrap_model_for_generation
+    from trl.models.utils import unwrap_model_for_generation
 
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
     width = max(len(p) for p in prompts)

@@ -93,7 +93,7 @@ def tool_method(tool: ToolFunction, call: Callable[[Any, str, dict[str, Any]], s
 
 def check_describable(method: Callable[..., Any], owner: str) -> None:
     """Raise :class:`EnvError` now if transformers cannot turn ``method`` into a tool schema."""
-    from transformers.utils import get_json_schema
+    from transformers.utils.chat_template_utils import get_json_schema
 
     try:
         get_json_schema(method)

@@ -75,9 +75,9 @@ class BatchRound:
 
 
 def _trainer_class() -> type:
-    from trl import GRPOTrainer
+    from trl.trainer.grpo_trainer import GRPOTrainer
 
-    class EnvGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+    class EnvGRPOTrainer(GRPOTrainer):
         """``GRPOTrainer`` whose ``environment_factory`` rollouts run a batch's tool calls concurrently.
 
         Use it exactly like ``GRPOTrainer`` (with :func:`~agentgym.trl.environment_spec`); with any
@@ -93,7 +93,8 @@ def _trainer_class() -> type:
         def _tool_call_loop(self, prompts: Any, prompt_ids: Any, completion_ids: Any, completions: Any,
                             *args: Any, **kwargs: Any) -> Any:
             with BatchRound(self.environments or [], completions):
-                return super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, *args, **kwargs)
+                return super()._tool_call_loop(  # type: ignore[no-untyped-call]
+                    prompts, prompt_ids, completion_ids, completions, *args, **kwargs)
 
     EnvGRPOTrainer.__module__ = __name__
     return EnvGRPOTrainer
