@@ -181,6 +181,12 @@ class Env:
         """The tools the model may call, as OpenAI function specs (no instance needed)."""
         return [t.spec for t in cls._tools.values()]
 
+    @classmethod
+    def tool_functions(cls) -> dict[str, ToolFunction]:
+        """The class's tools by name with their functions (signature and type hints included): what an
+        adapter that generates typed methods from them (TRL's ``environment_factory``) needs."""
+        return dict(cls._tools)
+
     @property
     def tools(self) -> list[ToolSpec]:
         """The tools the model may call in this episode: the class's, plus any the instance added (MCP servers)."""

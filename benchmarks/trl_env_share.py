@@ -35,7 +35,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 import agentgym
 from agentgym.envs.toy.env import say_examples
-from agentgym.trl import env_seconds, environment_spec, rollout_spec
+from agentgym.trl import EnvGRPOTrainer, env_seconds, environment_spec, rollout_spec
 from agentgym.trl.tiny import tiny_agent
 
 RESULTS = results_path("trl_env_share")
@@ -72,8 +72,9 @@ def measure(env_id: str, path: str, steps: int, model: Any, tokenizer: Any) -> d
             max_steps=steps + 2, logging_steps=1, save_strategy="no", seed=0, disable_tqdm=True,
             max_tool_calling_iterations=2,
         )
-        trainer = GRPOTrainer(model, args=config, processing_class=tokenizer, callbacks=[clock],
-                              **spec.trainer_kwargs())
+        trainer_class = GRPOTrainer if path == "rollout" else EnvGRPOTrainer  # each path as docs/trl.md runs it
+        trainer = trainer_class(model, args=config, processing_class=tokenizer, callbacks=[clock],
+                                **spec.trainer_kwargs())
         trainer.train()
     kept = clock.steps[2:]  # the first steps pay one-off costs (template compilation, allocator warm-up)
     wall = sum(s["wall"] for s in kept)

@@ -26,7 +26,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from trl import GRPOConfig, GRPOTrainer
 
-from agentgym.trl import TurnCreditGRPOTrainer, environment_spec, rollout_spec
+from agentgym.trl import EnvGRPOTrainer, TurnCreditGRPOTrainer, environment_spec, rollout_spec
 from agentgym.types import Task
 
 
@@ -67,7 +67,9 @@ def main() -> None:
         max_completion_length=args.max_completion_length, learning_rate=args.lr, max_steps=args.steps,
         logging_steps=1, save_strategy="no", seed=0, disable_tqdm=True, max_tool_calling_iterations=2,
     )
-    trainer_class = TurnCreditGRPOTrainer if args.turn_credit else GRPOTrainer
+    # EnvGRPOTrainer overlaps a batch's tool calls on the environment path; GRPOTrainer makes them one by one.
+    trainer_class = (TurnCreditGRPOTrainer if args.turn_credit
+                     else EnvGRPOTrainer if args.path == "environment" else GRPOTrainer)
     trainer = trainer_class(model, args=config, processing_class=tokenizer, **spec.trainer_kwargs())
     trainer.train()
 

@@ -1,9 +1,11 @@
 """The TRL adapter: train any agentgym environment with TRL's ``GRPOTrainer`` (TRL 1.16).
 
-Two paths, both giving the trainer the env's reward:
+Two paths, both giving the trainer the env's reward and logging the env's metrics
+(:mod:`agentgym.trl.metrics`):
 
 - :func:`environment_spec` (``environment_factory``): TRL runs the multi-turn loop and calls the env's
   tools as methods of a generated class. Least code; TRL decides how calls are parsed and rendered.
+  :class:`EnvGRPOTrainer` runs a batch's tool calls concurrently (``GRPOTrainer`` runs them one by one).
 - :func:`rollout_spec` (``rollout_func``): agentgym runs the loop with the trainer's model, parses calls
   with agentgym's own parser, masks env tokens out of the loss, and hands per-turn rewards on, which
   :class:`TurnCreditGRPOTrainer` turns into per-token advantages.
@@ -20,6 +22,7 @@ from agentgym.trl.environment import (
     AgentgymEnvironment,
     EnvironmentSpec,
     environment_class,
+    environment_reward_func,
     environment_spec,
     task_dataset,
 )
@@ -28,6 +31,7 @@ from agentgym.trl.rollout import EnvRollout, RolloutSpec, env_reward_func, rollo
 __all__ = [
     "TASK_COLUMN",
     "AgentgymEnvironment",
+    "EnvGRPOTrainer",
     "EnvRollout",
     "EnvironmentSpec",
     "RolloutSpec",
@@ -35,6 +39,7 @@ __all__ = [
     "env_reward_func",
     "env_seconds",
     "environment_class",
+    "environment_reward_func",
     "environment_spec",
     "rollout_spec",
     "task_dataset",
@@ -43,8 +48,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "TurnCreditGRPOTrainer":  # subclasses TRL's trainer: built on first use
+    # The trainers subclass TRL's, so they are built on first use.
+    if name == "TurnCreditGRPOTrainer":
         from agentgym.trl import credit
 
         return credit.TurnCreditGRPOTrainer
+    if name == "EnvGRPOTrainer":
+        from agentgym.trl import trainer
+
+        return trainer.EnvGRPOTrainer
     raise AttributeError(name)

@@ -16,6 +16,7 @@ advantages of shape ``(B, T)``; tokens the env wrote are masked out of the loss 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agentgym.rewards.turns import leave_one_out_advantages
@@ -30,8 +31,13 @@ def turn_advantages(
     width: int,
     gamma: float = 1.0,
     scale_by_std: bool = True,
+    failed: Sequence[bool] | None = None,
 ) -> list[list[float]]:
     """Per-token advantages ``(B, width)`` from GRPO's per-completion ones and per-turn rewards.
+
+    A crashed episode (``failed``) gets no advantage on any token, and is left out of its group's
+    turn baselines and std, as TRL leaves it out of the episode-level ones: a crash teaches nothing
+    and moves no other rollout's credit.
 
     Args:
         base: GRPO's advantage per completion.
@@ -41,21 +47,27 @@ def turn_advantages(
         width: Padded completion length.
         gamma: Discount for the returns-to-go.
         scale_by_std: Divide the correction by the group's std of episode returns.
+        failed: Which completions' episodes crashed; none by default.
     """
     if len(base) % group_size:
         raise ValueError(f"batch of {len(base)} is not a whole number of groups of {group_size}")
+    crashed = list(failed) if failed is not None else [False] * len(base)
     out: list[list[float]] = []
     for g in range(0, len(base), group_size):
-        rewards = turn_rewards[g: g + group_size]
-        loo = leave_one_out_advantages(rewards, gamma=gamma)
+        kept = [i for i in range(g, g + group_size) if not crashed[i]]
+        rewards = [turn_rewards[i] for i in kept]
+        loo = dict(zip(kept, leave_one_out_advantages(rewards, gamma=gamma), strict=True))
         totals = [sum(r) for r in rewards]
-        mean = sum(totals) / len(totals)
+        mean = sum(totals) / max(len(totals), 1)
         std = (sum((x - mean) ** 2 for x in totals) / max(len(totals) - 1, 1)) ** 0.5
         scale = std + 1e-4 if scale_by_std else 1.0
-        for i in range(group_size):
-            row = [base[g + i]] * width
+        for i in range(g, g + group_size):
+            if crashed[i]:
+                out.append([0.0] * width)
+                continue
+            row = [base[i]] * width
             own = loo[i]
-            for k, (start, end) in enumerate(turn_spans[g + i][: len(own)]):
+            for k, (start, end) in enumerate(turn_spans[i][: len(own)]):
                 correction = (own[k] - own[0]) / scale
                 for t in range(start, min(end, width)):
                     row[t] += correction
@@ -91,9 +103,10 @@ def _trainer_class() -> type:
             base = gather_object(local.tolist())
             rewards = gather_object([x["agentgym_turn_rewards"] for x in inputs])
             spans = gather_object([x["agentgym_turn_spans"] for x in inputs])
+            failed = gather_object([x["agentgym_failure"] is not None for x in inputs])
             width = output["completion_ids"].size(1)
             full = turn_advantages(base, rewards, spans, group_size=group, width=width, gamma=self.turn_gamma,
-                                   scale_by_std=self.scale_rewards != "none")
+                                   scale_by_std=self.scale_rewards != "none", failed=failed)
             start = self.accelerator.process_index * len(inputs)
             output["advantages"] = torch.tensor(full[start: start + len(inputs)], dtype=local.dtype,
                                                 device=local.device)

@@ -3,38 +3,50 @@
 TRL (>= 1.16) builds one environment object per rollout with a no-argument factory, calls
 ``reset(**row)`` with the dataset row, discovers tools as the public functions of the object's
 *class* (``inspect.getmembers(type(env), inspect.isfunction)``, reading signatures and Google-style
-docstrings), and calls ``get_reward()`` when the rollout ends, logging it as ``rewards/<ClassName>``.
+docstrings), and calls ``get_reward()`` when the rollout ends, if the class has one.
 :func:`environment_class` generates such a class for any agentgym env: one method per tool, with the
-tool's parameters and docstring, each running one ``env.step`` on the process's env loop, so turn
-rewards, argument validation and error observations behave exactly as in evaluation.
+tool's parameters and docstring (:mod:`agentgym.trl.schema`), each running one ``env.step`` on the
+process's env loop, so turn rewards, argument validation and error observations behave exactly as
+in evaluation.
+
+A batch's env work overlaps wherever TRL lets it: ``reset`` starts the episode on the env loop and
+returns at once (the prompt is already in the row), so a batch's resets run together; the reward
+function of :func:`environment_spec` scores the whole batch at once and logs the env's metrics
+(:mod:`agentgym.trl.metrics`); and :class:`~agentgym.trl.EnvGRPOTrainer` runs a batch's tool calls
+together. One env's work always runs in order: reset, then its calls, then scoring.
 
     spec = environment_spec("toy")
-    trainer = GRPOTrainer(model, args=config, processing_class=tokenizer, **spec.trainer_kwargs())
+    trainer = EnvGRPOTrainer(model, args=config, processing_class=tokenizer, **spec.trainer_kwargs())
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
-import inspect
 import itertools
 import json
 import random
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast, get_type_hints
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
 from agentgym.registry import env_class, make
-from agentgym.tools import ToolFunction
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
+from agentgym.trl.metrics import episode_metrics, log_batch
+from agentgym.trl.schema import check_describable, tool_method
 from agentgym.types import Message, Task, ToolCall
 
 TASK_COLUMN = "agentgym_task"
 """Dataset column holding each row's :class:`~agentgym.types.Task` as JSON."""
+
+T = TypeVar("T")
 
 EnvSource = str | type[Env] | Callable[[], Env]
 """A registered env id, an ``Env`` subclass, or a no-argument callable returning a fresh env."""
@@ -58,6 +70,11 @@ def observation_text(messages: Sequence[Message]) -> str:
     return "\n".join(m.text for m in messages)
 
 
+def arguments_key(name: str, arguments: dict[str, Any]) -> str:
+    """One string per (tool, arguments) pair, to match a call TRL makes with one started ahead."""
+    return name + json.dumps(arguments, sort_keys=True, default=str)
+
+
 _live: weakref.WeakSet[AgentgymEnvironment] = weakref.WeakSet()
 
 
@@ -70,14 +87,23 @@ def _close_all() -> None:
     envs = [e.env for e in list(_live)]
     if envs:
         async def close() -> None:
-            for env in envs:
-                await env.close()
+            await asyncio.gather(*(env.close() for env in envs), return_exceptions=True)
 
         _loop.run(close(), timeout=60)
 
 
+class BatchCalls(Protocol):
+    """What an env asks of the batch it belongs to (see :class:`~agentgym.trl.EnvGRPOTrainer`)."""
+
+    def dispatch(self) -> None:
+        """Start every tool call of the batch that TRL is about to make and that has not started yet."""
+
+
 class AgentgymEnvironment:
     """Base of the classes :func:`environment_class` generates; one instance serves many rollouts.
+
+    Its only public methods are ``reset`` and the env's tools (and ``get_reward`` when the class owns
+    the reward): TRL turns every other public function of the class into a tool.
 
     Attributes:
         env: The agentgym env this object drives.
@@ -86,51 +112,73 @@ class AgentgymEnvironment:
     """
 
     _make_env: ClassVar[Callable[[], Env]]
+    _tool_names: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self) -> None:
         self.env = type(self)._make_env()
         self.done = False
         self.failure: str | None = None
+        self._lock = asyncio.Lock()  # one env's work runs in order: reset, its calls, scoring
+        self._started: deque[tuple[str, Future[str]]] = deque()  # calls started ahead of TRL asking
+        self._batch: BatchCalls | None = None
         _live.add(self)
 
     def reset(self, **row: Any) -> str | None:
-        """Start an episode on the row's task; the prompt is already in the row, so nothing is appended."""
+        """Start an episode on the row's task and return at once; the prompt is already in the row.
+
+        The episode starts on the env loop, so a batch's resets overlap; the first tool call or the
+        scoring waits for it. A reset that fails (a sandbox that will not start) fails this episode.
+        """
         if TASK_COLUMN not in row:
             raise EnvError(f"dataset rows need a {TASK_COLUMN!r} column: build them with task_dataset()")
         task = Task.model_validate_json(row[TASK_COLUMN])
-        self.done, self.failure = False, None
-        try:
-            _loop.run(self.env.reset(task))
-        except Exception as e:  # a sandbox that would not start fails this episode, not the batch
-            self._fail(e)
+        self._started.clear()
+        self._submit(lambda: self._start(task))
         return None
 
-    def _fail(self, error: Exception) -> None:
-        self.done, self.failure = True, f"{type(error).__name__}: {error}"
+    def _submit(self, work: Callable[[], Awaitable[T]]) -> Future[T]:
+        async def in_order() -> T:
+            async with self._lock:
+                return await work()
+
+        return _loop.submit(in_order())
+
+    def _fail(self, error: BaseException | str) -> None:
+        self.done = True
+        self.failure = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         if self.env.trajectory is not None:
             self.env.trajectory.outcome, self.env.trajectory.failure = "error", self.failure
 
-    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+    async def _start(self, task: Task) -> None:
+        self.done, self.failure = False, None
+        self.env.trajectory = None  # a reset that fails must not mark the previous episode
+        try:
+            await self.env.reset(task)
+        except Exception as e:  # a sandbox that would not start fails this episode, not the batch
+            self._fail(e)
+
+    async def _step(self, name: str, arguments: dict[str, Any]) -> str:
+        if self.failure is not None:
+            return f"Error: the environment failed: {self.failure}"
         if self.done:
             return "Error: the episode is over; no further tool calls are run."
-        arguments_json = json.dumps(arguments, default=str)
-        call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name=name, arguments=arguments_json)
+        call = ToolCall(id=f"call_{uuid.uuid4().hex[:8]}", name=name, arguments=json.dumps(arguments, default=str))
         try:
-            result = _loop.run(self.env.step(Message(role="assistant", tool_calls=[call])))
+            result = await self.env.step(Message(role="assistant", tool_calls=[call]))
         except Exception as e:  # the env crashed (bad input already came back as an observation)
             self._fail(e)
             return f"Error: the environment failed: {self.failure}"
         self.done = result.terminated or result.truncated
         return observation_text(result.observation)
 
-    def get_reward(self) -> float | None:
+    async def _finish(self) -> float | None:
         """The episode's return: turn rewards plus the outcome reward (scored now if still running).
 
         ``None`` when the env crashed: TRL then gives the rollout no advantage.
         """
         if self.failure is None:
             try:
-                _loop.run(finish(self.env))
+                await finish(self.env)
             except Exception as e:
                 self._fail(e)
         self.done = True
@@ -138,40 +186,95 @@ class AgentgymEnvironment:
             return None
         return self.env.trajectory.reward
 
+    def _start_call(self, name: str, arguments: dict[str, Any]) -> None:
+        """Start a call TRL is about to make, so it runs alongside the rest of the batch's."""
+        self._started.append((arguments_key(name, arguments), self._submit(lambda: self._step(name, arguments))))
 
-def _tool_method(tool: ToolFunction) -> Callable[..., str]:
-    """A method with the tool's name, parameters and docstring that runs the tool through ``env.step``."""
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self._batch is not None and not self._started:
+            self._batch.dispatch()
+        if not self._started:
+            return _loop.wait(self._submit(lambda: self._step(name, arguments)))
+        key, started = self._started.popleft()
+        result = _loop.wait(started)
+        if key != arguments_key(name, arguments):
+            self._abandon_started(f"TRL made the call {name}({arguments}) where another was started ahead")
+            return f"Error: the environment failed: {self.failure}"
+        return result
 
-    def method(self: AgentgymEnvironment, **arguments: Any) -> str:
-        return self._call(tool.name, arguments)
+    def _abandon_started(self, reason: str) -> int:
+        """Fail the episode if calls were started that TRL did not make as expected; how many were left.
 
-    signature = inspect.signature(tool.fn)
-    hints = get_type_hints(tool.fn)
-    params = [p for name, p in signature.parameters.items() if name != "self"]
-    method.__name__ = method.__qualname__ = tool.name
-    method.__doc__ = tool.fn.__doc__
-    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params],
-        return_annotation=str,
-    )
-    method.__annotations__ = {**{p.name: hints[p.name] for p in params}, "return": str}
-    return method
+        The env ran steps the model's context will not show, so the episode must not be trained on.
+        """
+        left = len(self._started)
+        for _, started in self._started:
+            _loop.wait(started)
+        self._started.clear()
+        _loop.wait(self._submit(lambda: self._crash(reason)))
+        return left
+
+    async def _crash(self, reason: str) -> None:
+        self._fail(reason)
 
 
-def environment_class(source: EnvSource, *, name: str | None = None) -> type[AgentgymEnvironment]:
-    """A TRL environment class for an agentgym env: its tools as methods, plus ``reset`` and ``get_reward``.
+class _OwnsReward(AgentgymEnvironment):
+    def get_reward(self) -> float | None:
+        """The episode's return (scored now if still running); ``None`` when the env crashed."""
+        return _loop.wait(self._submit(self._finish))
+
+
+def environment_class(
+    source: EnvSource, *, name: str | None = None, owns_reward: bool = True
+) -> type[AgentgymEnvironment]:
+    """A TRL environment class for an agentgym env: its tools as methods, plus ``reset``.
 
     Args:
         source: The env to adapt.
         name: The class name, which is what TRL logs the reward under; the env class's name by default.
+        owns_reward: Give the class ``get_reward()``, which TRL calls once per rollout, one after the
+            other, and logs as ``rewards/<name>/mean``. :func:`environment_spec` turns this off and
+            passes :func:`environment_reward_func` instead, which scores a batch at once and logs
+            the env's metrics.
+
+    Raises:
+        EnvError: A tool TRL cannot call as a method (named like ``reset``, ``get_reward`` or
+            ``_private``), or whose parameters transformers cannot describe.
     """
     cls, make_env = env_factory(source)
-    namespace: dict[str, Any] = {"_make_env": staticmethod(make_env), "__doc__": cls.__doc__}
-    for tool_name, tool in cls._tools.items():
+    base = _OwnsReward if owns_reward else AgentgymEnvironment
+    tools = cls.tool_functions()
+    namespace: dict[str, Any] = {"_make_env": staticmethod(make_env), "_tool_names": frozenset(tools),
+                                 "__doc__": cls.__doc__}
+    for tool_name, tool in tools.items():
         if tool_name in ("reset", "get_reward") or tool_name.startswith("_") or not tool_name.isidentifier():
             raise EnvError(f"tool {tool_name!r} of {cls.__name__} cannot be a TRL environment method")
-        namespace[tool_name] = _tool_method(tool)
-    return type(name or cls.__name__, (AgentgymEnvironment,), namespace)
+        method = tool_method(tool, AgentgymEnvironment._call)
+        check_describable(method, cls.__name__)
+        namespace[tool_name] = method
+    return type(name or cls.__name__, (base,), namespace)
+
+
+def environment_reward_func(name: str) -> Callable[..., list[float | None]]:
+    """A TRL reward function that scores a batch's episodes at once and logs the env's metrics.
+
+    It reads the episodes off the ``environments`` TRL passes to reward functions, scores all of
+    them concurrently on the env loop (a crashed one scores ``None``: no advantage), and logs
+    :mod:`agentgym.trl.metrics` through ``log_metric``. Named ``name``, so TRL logs the reward as
+    ``rewards/<name>/mean``, the same column the ``rollout_func`` path gives.
+    """
+
+    def reward(environments: list[Any], log_metric: Callable[[str, float], None] | None = None,
+               **_: Any) -> list[float | None]:
+        ours = [e for e in environments if isinstance(e, AgentgymEnvironment)]
+        scoring = {id(e): e._submit(e._finish) for e in ours}
+        rewards = [_loop.wait(scoring[id(e)]) if id(e) in scoring else None for e in environments]
+        if log_metric is not None and ours:
+            log_batch(log_metric, [episode_metrics(e.env.trajectory, e.failure) for e in ours])
+        return rewards
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
 
 
 def task_dataset(
@@ -239,8 +342,8 @@ def _task_stream(env: Env, tasks: Sequence[Task], seed: int) -> Any:
 class EnvironmentSpec:
     """What ``GRPOTrainer`` needs to train on an agentgym env through ``environment_factory``.
 
-    The env's reward arrives through the generated class's ``get_reward`` (logged as
-    ``rewards/<EnvClass>/mean``); ``reward_funcs`` holds any extra reward functions you add.
+    The env's reward arrives through ``reward_funcs[0]`` (:func:`environment_reward_func`, logged as
+    ``rewards/<EnvClass>/mean``); append any extra reward functions of yours.
     """
 
     train_dataset: Any
@@ -248,7 +351,7 @@ class EnvironmentSpec:
     reward_funcs: list[Callable[..., list[float | None]]] = field(default_factory=list)
 
     def trainer_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``GRPOTrainer(...)``."""
+        """Keyword arguments for ``GRPOTrainer(...)`` or :class:`~agentgym.trl.EnvGRPOTrainer`."""
         return {"train_dataset": self.train_dataset, "environment_factory": self.environment_factory,
                 "reward_funcs": self.reward_funcs}
 
@@ -256,5 +359,6 @@ class EnvironmentSpec:
 def environment_spec(
     source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1
 ) -> EnvironmentSpec:
-    """The dataset and environment class to train on ``source`` with TRL's ``environment_factory``."""
-    return EnvironmentSpec(task_dataset(source, tasks, repeat=repeat), environment_class(source))
+    """The dataset, environment class and env reward function to train on ``source`` with ``environment_factory``."""
+    cls = environment_class(source, owns_reward=False)
+    return EnvironmentSpec(task_dataset(source, tasks, repeat=repeat), cls, [environment_reward_func(cls.__name__)])

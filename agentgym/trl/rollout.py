@@ -7,11 +7,12 @@ wrote, 0 for tokens the environment wrote, which TRL keeps out of the loss). Eve
 the reward functions as a keyword argument.
 
 Each rollout here is an agentgym episode: the model generates a turn with the trainer's generation
-backend (transformers or vLLM, as configured), the text is parsed with agentgym's one tool-call parser
-and stepped through the env, and the env's answer is appended in the chat template's own rendering,
-masked out. Completions are cut to ``max_completion_length`` by us; an episode the budget cuts short
-is scored as it stands. Per-turn rewards and each turn's token span travel along for
-:class:`~agentgym.trl.credit.TurnCreditGRPOTrainer`.
+backend (transformers or vLLM, as configured; see :mod:`agentgym.trl.generation`), the text is
+parsed with agentgym's one tool-call parser and stepped through the env, and the env's answer is
+appended in the chat template's own rendering, masked out. Completions are cut to
+``max_completion_length`` by us; an episode the budget cuts short is scored as it stands. Per-turn
+rewards and each turn's token span travel along for :class:`~agentgym.trl.credit.TurnCreditGRPOTrainer`,
+and each episode's :class:`~agentgym.types.Trajectory` for any reward function that wants it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from agentgym.errors import EnvError
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
 from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
-from agentgym.types import Message, Task
+from agentgym.trl.generation import generate
+from agentgym.trl.metrics import episode_metrics, log_batch
+from agentgym.types import Message, Task, Trajectory
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 
@@ -111,23 +114,6 @@ class _Rollout:
             self.has_logprobs = False
 
 
-def _generate(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -> tuple[list[list[int]], Any]:
-    """One turn for each prompt with the trainer's generation backend, capped at ``max_new_tokens``.
-
-    Uses ``GRPOTrainer._generate_single_turn`` (TRL 1.16, hence the pin) so generation follows the
-    trainer's configuration (sampling parameters, vLLM or transformers) and weights.
-    """
-    config = getattr(trainer, "generation_config", None)
-    saved = getattr(config, "max_new_tokens", None)
-    if config is not None:
-        config.max_new_tokens = max_new_tokens
-    try:
-        return trainer._generate_single_turn(prompts, None, {}, 1)  # type: ignore[no-any-return]
-    finally:
-        if config is not None:
-            config.max_new_tokens = saved
-
-
 class EnvRollout:
     """A ``rollout_func`` that plays each prompt as one agentgym episode with the trainer's model.
 
@@ -188,8 +174,8 @@ class EnvRollout:
             while active:
                 room = {i: budget - len(rollouts[i].completion_ids) for i in active}
                 started = time.perf_counter()
-                ids, logprobs = _generate(trainer, [rollouts[i].prompt_ids + rollouts[i].completion_ids
-                                                    for i in active], max(room.values()))
+                ids, logprobs = generate(trainer, [rollouts[i].prompt_ids + rollouts[i].completion_ids
+                                                   for i in active], max(room.values()))
                 self.generation_seconds += time.perf_counter() - started
                 actions = []
                 for j, i in enumerate(active):
@@ -239,7 +225,7 @@ class EnvRollout:
 
     @staticmethod
     def collect(rollouts: list[_Rollout]) -> dict[str, Any]:
-        """The dict TRL expects, plus the env's rewards for the reward functions.
+        """The dict TRL expects, plus each episode for the reward functions.
 
         ``logprobs`` is ``None`` when the generation backend gives none (transformers' ``generate``, as
         in TRL's own path); TRL then needs none, since only vLLM's importance sampling reads them.
@@ -256,9 +242,9 @@ class EnvRollout:
             "agentgym_reward": [t.reward if t and r.failure is None else None
                                 for r, t in zip(rollouts, trajectories, strict=True)],
             "agentgym_failure": [r.failure for r in rollouts],
+            "agentgym_trajectory": trajectories,
             "agentgym_turn_rewards": [[turn.reward for turn in t.turns] if t else [] for t in trajectories],
             "agentgym_turn_spans": [r.spans for r in rollouts],
-            "agentgym_components": [dict(t.reward_components) if t else {} for t in trajectories],
         }
 
 
@@ -268,19 +254,19 @@ def tokenizer_decode(tokenizer: Any, ids: list[int]) -> str:
 
 
 def env_reward_func(name: str) -> Callable[..., list[float | None]]:
-    """A TRL reward function returning the env's episode return, logging each reward component.
+    """A TRL reward function returning the env's episode return and logging the batch's env metrics.
 
     Named ``name`` so TRL logs it as ``rewards/<name>/mean``, the same column the
-    ``environment_factory`` path gives.
+    ``environment_factory`` path gives; the metrics are :mod:`agentgym.trl.metrics`'.
     """
 
     def reward(completions: list[Any], agentgym_reward: list[float | None],
-               agentgym_components: list[dict[str, float]] | None = None,
+               agentgym_trajectory: list[Trajectory | None] | None = None,
+               agentgym_failure: list[str | None] | None = None,
                log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float | None]:
-        if log_metric is not None and agentgym_components:
-            for key in sorted({k for c in agentgym_components for k in c}):
-                values = [c[key] for c in agentgym_components if key in c]
-                log_metric(f"components/{key}", sum(values) / len(values))
+        if log_metric is not None and agentgym_trajectory is not None and agentgym_failure is not None:
+            log_batch(log_metric, [episode_metrics(t, f)
+                                   for t, f in zip(agentgym_trajectory, agentgym_failure, strict=True)])
         return [None if r is None else float(r) for r in agentgym_reward]
 
     reward.__name__ = reward.__qualname__ = name

@@ -146,7 +146,7 @@ def tiny_agent(
     generated = environment_class(source)
     tool_sets: list[list[Any]] = [
         [t.to_openai() for t in make_env().tools],
-        [get_json_schema(getattr(generated, name)) for name in cls._tools],
+        [get_json_schema(getattr(generated, name)) for name in cls.tool_functions()],
     ]
     conversations = [[*prompt, reply] for prompt, reply in examples]
     corpus: list[str] = []

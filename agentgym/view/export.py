@@ -192,7 +192,7 @@ def env_tools(env_id: str) -> list[dict[str, Any]] | None:
         cls = env_class(env_id)
     except EnvError:
         return None
-    return [f.spec.to_openai() for f in cls._tools.values()]
+    return [spec.to_openai() for spec in cls.tool_specs()]
 
 
 def sft_rows(trajectories: Iterable[Trajectory], *, successful_only: bool = False) -> list[dict[str, Any]]:

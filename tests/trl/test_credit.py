@@ -9,7 +9,7 @@ import pytest
 from agentgym.trl import rollout_spec, turn_advantages
 from agentgym.types import Task
 from tests.trl.conftest import grpo_config
-from tests.trl.envs import Chatter
+from tests.trl.envs import Chatter, CrashyChatter
 
 
 def test_single_turn_episodes_get_plain_grpo_advantages() -> None:
@@ -26,6 +26,23 @@ def test_a_turn_is_credited_with_how_it_compares_at_that_turn() -> None:
     # Returns-to-go: rollout 0 (1, 1), rollout 1 (1, 0). LOO at turn 0: 0, 0; at turn 1: +1, -1.
     assert out[0] == [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
     assert out[1] == [0.0, 0.0, 0.0, 0.0, -1.0, -1.0]
+
+
+def test_a_crashed_episode_gets_no_advantage_and_moves_no_baseline() -> None:
+    base = [0.3, 0.0, -0.3, 0.1]  # TRL gives the crashed row (1) no episode advantage
+    rewards = [[0.0, 1.0], [1.0, 0.0], [0.5, 0.0], [0.0, 0.2]]
+    spans = [[[0, 2], [3, 5]]] * 4
+    out = turn_advantages(base, rewards, spans, group_size=4, width=5, failed=[False, True, False, False])
+    assert out[1] == [0.0] * 5
+    # The others' credit is what it is without the crashed rollout, whatever that rollout's rewards were.
+    without = turn_advantages([base[i] for i in (0, 2, 3)], [rewards[i] for i in (0, 2, 3)], spans[:3],
+                              group_size=3, width=5)
+    assert [out[i] for i in (0, 2, 3)] == without
+    rewards[1] = [9.0, -9.0]
+    assert turn_advantages(base, rewards, spans, group_size=4, width=5, failed=[False, True, False, False]) == out
+    # Without the failure flag, the crashed rollout would get credit and shift the others'.
+    unflagged = turn_advantages(base, rewards, spans, group_size=4, width=5)
+    assert unflagged[1] != [0.0] * 5 and unflagged[0] != out[0]
 
 
 def test_groups_must_be_whole() -> None:
@@ -49,3 +66,21 @@ def test_turn_credit_trainer_trains_with_per_token_advantages(agent: tuple[Any, 
     assert any(len(set(row.tolist())) > 1 for row in advantages)
     trainer.train()
     assert any("rewards/Chatter/mean" in h for h in trainer.state.log_history)
+
+
+def test_turn_credit_trainer_gives_crashed_episodes_no_advantage(agent: tuple[Any, Any], tmp_path: Any) -> None:
+    from agentgym.trl import TurnCreditGRPOTrainer
+
+    model, tokenizer = agent
+    spec = rollout_spec(CrashyChatter, [Task(id="t", prompt="Pick a colour.")], repeat=16)
+    args = grpo_config(tmp_path, max_completion_length=80, per_device_train_batch_size=16, num_generations=8)
+    trainer = TurnCreditGRPOTrainer(model, args=args, processing_class=tokenizer, **spec.trainer_kwargs())
+    rows = [dict(spec.train_dataset[i]) for i in range(16)]
+    advantages = trainer._generate_and_score_completions(rows)["advantages"]
+    crashed = [i for i, row in enumerate(rows) if row["agentgym_failure"] is not None]
+    assert crashed and len(crashed) < 16
+    assert all(advantages[i].abs().sum() == 0 for i in crashed)
+    # The check can fail: per-turn credit alone (no flag) would have given some crashed episode credit.
+    corrections = turn_advantages([0.0] * 16, [r["agentgym_turn_rewards"] for r in rows],
+                                  [r["agentgym_turn_spans"] for r in rows], group_size=8, width=80)
+    assert any(any(corrections[i]) for i in crashed)

@@ -62,6 +62,22 @@ def test_dataset_rows_carry_the_task() -> None:
     assert Task.model_validate_json(row[0]["prompt"][-1][TASK_COLUMN]) == BLUE
 
 
+def test_the_spec_scores_through_its_reward_function_not_get_reward() -> None:
+    """TRL would score a class with get_reward once more, one rollout at a time: the spec's class has none."""
+    spec = environment_spec("toy", [BLUE])
+    public = {n for n, _ in inspect.getmembers(spec.environment_factory, inspect.isfunction) if not n.startswith("_")}
+    assert public == {"reset", "hint", "say"}
+    (reward,) = spec.reward_funcs
+    assert reward.__name__ == "ColourEnv"
+    envs = [spec.environment_factory() for _ in range(2)]
+    for env in envs:
+        env.reset(**spec.train_dataset[0])
+    envs[0].say(colour="blue")
+    logged: dict[str, float] = {}
+    assert reward(environments=envs, log_metric=logged.__setitem__) == [1.0, 0.0]
+    assert logged["env/components/correct"] == 0.5 and logged["env/turns"] == 0.5
+
+
 def test_env_reward_reaches_trl_metrics(agent: tuple[Any, Any], tmp_path: Any) -> None:
     from trl import GRPOTrainer
 

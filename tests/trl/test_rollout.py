@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from agentgym.trl import rollout_spec
-from agentgym.types import Task
+from agentgym.trl.rollout import TemplateRenderer, tokenizer_decode
+from agentgym.types import Task, Trajectory
 from tests.trl.conftest import grpo_config
 from tests.trl.envs import Chatter, Constant, Crashy
 
@@ -23,22 +25,50 @@ def _trainer(agent: tuple[Any, Any], tmp_path: Any, env: Any, **overrides: Any) 
     return GRPOTrainer(model, args=args, processing_class=tokenizer, **spec.trainer_kwargs()), spec
 
 
+def mask_problems(ids: list[int], mask: list[int], spans: list[list[int]], trajectory: Trajectory,
+                  renderer: TemplateRenderer) -> list[str]:
+    """How a completion differs from the episode rebuilt from its trajectory: each model turn (mask 1)
+    followed, while the episode went on, by the env's answer as the chat template renders it (mask 0),
+    cut to the completion's length. Empty when every token is where it belongs."""
+    tokenizer = renderer.tokenizer
+    rebuilt: list[tuple[int, int]] = []
+    problems = []
+    for k, (start, end) in enumerate(spans):
+        turn = ids[start:end]
+        if re.sub(r"<think>.*?</think>\s*", "", tokenizer_decode(tokenizer, turn), flags=re.DOTALL) != (
+                trajectory.turns[k].action.text):  # the action is the turn's text without think blocks
+            problems.append(f"turn {k}'s tokens are not the model's action")
+        rebuilt += [(t, 1) for t in turn]
+        if end < len(ids):  # the env answered and the episode went on
+            rebuilt += [(t, 0) for t in renderer.observation(trajectory.turns[k].observation)]
+    rebuilt = rebuilt[: len(ids)]
+    if [t for t, _ in rebuilt] != ids:
+        problems.append("the tokens are not the model's turns and the env's answers, in order")
+    expected = [e for _, e in rebuilt]
+    problems += [f"token {i} has mask {m}, expected {e}" for i, (e, m) in enumerate(zip(expected, mask, strict=False))
+                 if e != m]
+    return problems
+
+
 def test_one_row_per_prompt_with_env_tokens_masked_and_cut_to_budget(agent: Any, tmp_path: Any) -> None:
     trainer, spec = _trainer(agent, tmp_path, Chatter, max_completion_length=80)
-    tokenizer = agent[1]
+    renderer = TemplateRenderer(agent[1])
     prompts = [spec.train_dataset[0]["prompt"]] * 5
     out = spec.rollout_func(prompts, trainer)
     assert all(len(out[k]) == 5 for k in ("prompt_ids", "completion_ids", "env_mask", "agentgym_reward"))
     assert out["logprobs"] is None  # transformers' generate gives none; TRL's own path passes None too
-    rows = zip(out["completion_ids"], out["env_mask"], out["agentgym_turn_spans"], strict=True)
-    for ids, mask, spans in rows:
+    rows = zip(out["completion_ids"], out["env_mask"], out["agentgym_turn_spans"], out["agentgym_trajectory"],
+               strict=True)
+    leaks = 0
+    for ids, mask, spans, trajectory in rows:
         assert len(ids) == len(mask) <= 80
-        env_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])
-        model_text = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 1])
-        assert "ENVTEXT" not in model_text and "Call one of the tools" not in model_text
-        assert "<tool_response>" in env_text or "Call one of the tools" in env_text
-        for start, end in spans:  # each turn's span is model tokens only
-            assert set(mask[start:end]) <= {1}
+        assert mask_problems(ids, mask, spans, trajectory, renderer) == []
+        # The check catches one env token leaked into the loss, wherever it is, and one model token dropped.
+        for i in range(len(mask)):
+            flipped = [*mask[:i], 1 - mask[i], *mask[i + 1:]]
+            assert mask_problems(ids, flipped, spans, trajectory, renderer), f"a flip at {i} went unnoticed"
+            leaks += mask[i] == 0
+    assert leaks > 0  # there were env tokens to leak: episodes went on after the env answered
 
 
 def test_env_tokens_get_no_gradient_on_a_real_batch(agent: Any, tmp_path: Any) -> None:
@@ -84,8 +114,20 @@ def test_env_tokens_get_no_gradient_on_a_real_batch(agent: Any, tmp_path: Any) -
 def test_env_reward_and_components_reach_trl_metrics(agent: Any, tmp_path: Any) -> None:
     trainer, _ = _trainer(agent, tmp_path, Constant)
     trainer.train()
-    for key in ("rewards/Constant/mean", "components/constant"):
+    for key in ("rewards/Constant/mean", "env/components/constant"):
         assert [h[key] for h in trainer.state.log_history if key in h] == pytest.approx([0.37] * 2)
+
+
+def test_generation_needs_no_private_trl_method(agent: Any, tmp_path: Any, monkeypatch: Any) -> None:
+    from trl import GRPOTrainer
+
+    def private(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the rollout used GRPOTrainer._generate_single_turn")
+
+    trainer, spec = _trainer(agent, tmp_path, Constant)
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", private)
+    out = spec.rollout_func([spec.train_dataset[0]["prompt"]] * 4, trainer)
+    assert all(out["completion_ids"]) and out["agentgym_reward"] == [0.37] * 4
 
 
 def test_an_env_crash_fails_its_episode_not_the_batch(agent: Any, tmp_path: Any) -> None:
