@@ -14,7 +14,7 @@ Point it at a real model, which calls tools already and needs no warm start:
 
 Any registered env works (``--env code``, ``--env search``); its built-in tasks are the dataset,
 streamed: each row is built when the trainer reads it, in a seeded order, so the search env's 48,201
-questions cost no more memory than the toy env's one.
+questions are never held as a list of rows (a 2-step run peaks at about 1.1 GB of RSS, toy's at 0.7 GB).
 """
 
 from __future__ import annotations
