@@ -56,6 +56,9 @@ UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
 NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
 NOFILE = 1024
+# Without bubblewrap the working directory is a host directory (over which the agent's own jail
+# mounts a tmpfs): outside /tmp, so that it does not show in the sandbox's private /tmp.
+WORKDIR_PARENT = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
 
 class LocalSandbox(AgentSandbox):
@@ -122,7 +125,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         argv = [*jail_argv(python, limits, uid), python, "-u", "-c", agent_source(), json.dumps(config)]
         env["HOME"] = JAIL_WORKDIR
     else:
-        workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-")
+        workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-", dir=WORKDIR_PARENT)
         env["HOME"] = workdir
         if namespaces():
             _warn_no_bubblewrap()
@@ -188,7 +191,7 @@ def bubblewrap() -> str | None:
 @functools.cache
 def namespaces() -> bool:
     """Whether the agent can make its own namespaces here (without bubblewrap): tried once, in a probe."""
-    workdir = tempfile.mkdtemp(prefix="agentgym-probe-")
+    workdir = tempfile.mkdtemp(prefix="agentgym-probe-", dir=WORKDIR_PARENT)
     config = {"jail": {"workdir": workdir, "disk_mb": 1, "network": False}, "probe": True}
     try:
         probe = subprocess.run(

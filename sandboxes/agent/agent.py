@@ -88,7 +88,7 @@ PSEUDO_FS = {
 }
 # Linux constants Python does not export.
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
 MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
@@ -96,10 +96,9 @@ MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noa
 PR_SET_NO_NEW_PRIVS = 38
 IPC_RMID = 0
 KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_DESCRIBE, KEYCTL_CLEAR = 0, 1, 5, 6, 7
-KEYCTL_READ, KEYCTL_SET_TIMEOUT, KEYCTL_GET_PERSISTENT = 11, 15, 22
-SYS_ADD_KEY = {"x86_64": 248, "aarch64": 217, "riscv64": 217, "i686": 286, "i386": 286, "armv7l": 309,
-               "ppc64le": 269, "ppc64": 269, "s390x": 278}
-KEY_SPEC_THREAD_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -1, -4, -5
+KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_READ, KEYCTL_SET_TIMEOUT, KEYCTL_GET_PERSISTENT = 8, 9, 11, 15, 22
+KEY_SPEC_THREAD_KEYRING, KEY_SPEC_SESSION_KEYRING = -1, -3
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 USER_KEYRING_PERM = 0x1F3F0000  # what the kernel gives a new user keyring
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288, "armv7l": 311,
               "ppc64le": 271, "ppc64": 271, "s390x": 280}
@@ -185,22 +184,18 @@ def checked(result: int, what: str) -> int:
     return result
 
 
-def syscall(numbers: dict[str, int], name: str, *args: Any) -> int:
-    """A system call glibc may not wrap; raises OSError (ENOSYS where its number is unknown)."""
-    number = numbers.get(os.uname().machine)
+def keyctl(*args: int) -> int:
+    """The keyctl(2) system call (glibc has no wrapper); raises OSError (ENOSYS where its number is unknown)."""
+    number = SYS_KEYCTL.get(os.uname().machine)
     if number is None:
-        raise OSError(errno.ENOSYS, f"{name}: unknown system call number on {os.uname().machine}")
-    return checked(libc().syscall(number, *(ctypes.c_long(a) if isinstance(a, int) else a for a in args)), name)
-
-
-def keyctl(*args: Any) -> int:
-    return syscall(SYS_KEYCTL, "keyctl", *args)
+        raise OSError(errno.ENOSYS, "keyctl: unknown system call number on " + os.uname().machine)
+    return checked(libc().syscall(number, *(ctypes.c_long(a) for a in args)), "keyctl")
 
 
 def new_session_keyring() -> None:
-    """Join a new, empty session keyring: the one inherited is the host's (code would reach the keys
-    of whoever started agentgym) or the agent's (shared by every session). Where keyctl is refused
-    (Docker's default seccomp profile) code cannot use keyrings at all."""
+    """Join a new, empty session keyring (the agent's, which code inherits and the wipe empties): the one
+    inherited is the host's, and code would reach the keys of whoever started agentgym. Where keyctl
+    is refused (Docker's default seccomp profile) code cannot use keyrings at all."""
     with contextlib.suppress(OSError):
         keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
 
@@ -227,14 +222,16 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
 def jail(spec: dict[str, Any]) -> None:
     """Private namespaces for a local sandbox without bubblewrap (as root, or in a user namespace).
 
-    Every mount becomes read-only, so the only places code can write are the fresh tmpfs mounted at
-    ``/tmp``, ``/dev/shm`` and the working directory; the host's ``/tmp`` is out of sight.
+    Mount, IPC, UTS, pid and (without ``network``) network namespaces. Every mount becomes read-only,
+    so the only places code can write are the fresh tmpfs mounted at ``/tmp``, ``/dev/shm`` and the
+    working directory; the host's ``/tmp`` is out of sight, and a new ``/proc`` shows only the
+    sandbox's processes. Returns in the agent, which is pid 2 under an init that reaps orphans.
 
     Raises:
         OSError: A namespace or mount could not be made (the host then runs without them).
     """
     uid, gid = os.getuid(), os.getgid()
-    flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | (0 if spec.get("network") else CLONE_NEWNET)
+    flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | (0 if spec.get("network") else CLONE_NEWNET)
     checked(libc().unshare(flags | (CLONE_NEWUSER if uid != 0 else 0)), "unshare")
     if uid != 0:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
@@ -251,16 +248,41 @@ def jail(spec: dict[str, Any]) -> None:
             if e.errno not in (errno.EACCES, errno.ENOENT, errno.ESTALE):  # hidden or unreachable mounts
                 raise
     tmpfs = f"size={int(spec['disk_mb'])}m,mode=1777"
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
-    workdir = spec["workdir"]
-    if os.path.isdir(workdir):
-        mount("tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
-    else:  # it was under the host's /tmp: now it lives in the private one
-        os.makedirs(workdir)
-        os.chmod(workdir, 0o1777)
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
+    for point in ("/tmp", spec["workdir"], "/dev/shm"):
+        if os.path.isdir(point):
+            mount("tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
     checked(libc().sethostname(b"sandbox", 7), "sethostname")
+    become_init()
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def become_init() -> None:
+    """Fork the new pid namespace's init, which forks the agent and reaps every orphan until it ends.
+
+    The first process stays to report init's exit status; init's end kills all in the namespace.
+    Returns only in the agent (pid 2).
+    """
+    init = os.fork()
+    if init:
+        quiet_stdio()
+        os._exit(returncode(os.waitpid(init, 0)[1]) & 0xFF)
+    agent = os.fork()
+    if agent == 0:
+        return
+    quiet_stdio()
+    while True:
+        pid, status = os.wait()
+        if pid == agent:
+            os._exit(returncode(status) & 0xFF)
+
+
+def quiet_stdio(keep: int = 2) -> None:
+    """Let go of the host's request stream (only the agent may hold it, so that its end is seen at once)
+    and of every other descriptor but stderr and ``keep``."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    close_all_but({0, 1, 2, keep})
 
 
 # ---------------------------------------------------------------------- the Python session (a worker)
@@ -400,10 +422,7 @@ class Zygote:
 
 def zygote_main(agent: Agent, sock: socket.socket) -> None:
     """The zygote's loop: a session forked on each request, every ended one reaped and reported."""
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)  # the host's request stream stays the agent's alone
-    os.dup2(null, 1)
-    close_all_but({0, 1, 2, sock.fileno()})
+    quiet_stdio(keep=sock.fileno())
     wake_r, wake_w = os.pipe()
     set_nonblocking(wake_r)
     set_nonblocking(wake_w)
@@ -496,9 +515,9 @@ def walk(root: str, seen: set[str], limit: int) -> bool:
     return True
 
 
-def processes_of(uid: int) -> list[int]:
-    """Live (not zombie) processes whose real uid is ``uid``, other than this one."""
-    me, found = os.getpid(), []
+def processes_of(uid: int) -> tuple[list[int], list[int]]:
+    """Processes whose real uid is ``uid``, other than this one: (live ones, zombies)."""
+    me, live, zombies = os.getpid(), [], []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -507,9 +526,9 @@ def processes_of(uid: int) -> list[int]:
                 status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
         except OSError:
             continue
-        if int(status["Uid"].split()[0]) == uid and status["State"].split()[0] not in ("Z", "X"):
-            found.append(int(entry))
-    return found
+        if int(status["Uid"].split()[0]) == uid:
+            (zombies if status["State"].split()[0] in ("Z", "X") else live).append(int(entry))
+    return live, zombies
 
 
 def wait_for_exit(pids: list[int], deadline: float) -> None:
@@ -532,16 +551,19 @@ def wait_for_exit(pids: list[int], deadline: float) -> None:
 
 
 def kill_everything(uid: int, deadline: float) -> str | None:
-    """Kill every process of ``uid`` (this one is ``uid`` already) and wait until each is gone."""
+    """Kill every process of ``uid`` (this one is ``uid`` already), wait until each is gone and reaped."""
     while True:
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)  # every process we may signal but ourselves, forks in flight included
-        alive = processes_of(uid)
-        if not alive:
+        live, zombies = processes_of(uid)
+        if not live and not zombies:
             return None
         if time.monotonic() >= deadline:
-            return f"processes survived: {alive[:10]}"
-        wait_for_exit(alive, deadline)
+            return f"processes survived: {(live + zombies)[:10]}"
+        if live:
+            wait_for_exit(live, deadline)
+        else:  # dead, and their parents (init, the zygote: both root) reap them within microseconds
+            time.sleep(0.0002)
 
 
 def ipc_ids(table: str) -> list[int]:
@@ -564,57 +586,69 @@ def remove_ipc() -> str | None:
     return f"IPC objects left: {left[:10]}" if left else None
 
 
-def keyring_contents(ring: int) -> list[int]:
-    size = keyctl(KEYCTL_READ, ring, 0, 0)
-    keys = (ctypes.c_int32 * (size // 4 + 1))()
-    size = keyctl(KEYCTL_READ, ring, ctypes.addressof(keys), ctypes.sizeof(keys))
-    return list(keys[: size // 4])
+def reset_keyring(ring: int, probe: int, owned: bool, gid: int) -> str | None:
+    """Empty a keyring and undo what code may have set on it, or say what cannot be undone.
 
-
-def reset_keyring(ring: int, gid: int) -> str | None:
-    """Empty a user keyring of this uid and undo what its owner may set on it, or say what is left."""
-    keyctl(KEYCTL_SETPERM, ring, USER_KEYRING_PERM)  # fails if code took its own right to change it
+    ``owned``: the keyring belongs to the code's uid (its user keyrings), which may then also have
+    changed its permissions and group; otherwise it is the agent's session keyring, which code
+    holds (and may fill, or put a timeout on) but does not own. ``probe`` is a keyring of ours,
+    linked and unlinked to find a restriction on what may be linked, which cannot be undone.
+    """
+    if owned:
+        keyctl(KEYCTL_SETPERM, ring, USER_KEYRING_PERM)  # fails if code took its own right to change it
     keyctl(KEYCTL_SET_TIMEOUT, ring, 0)
     keyctl(KEYCTL_CLEAR, ring)
-    try:  # a restriction on what may be linked cannot be undone: it shows as a refused link
-        syscall(SYS_ADD_KEY, "add_key", b"user", b"agentgym-wipe-probe", b"x", 1, ctypes.c_long(ring))
+    try:
+        keyctl(KEYCTL_LINK, probe, ring)
     except OSError as e:
         return f"keyring {ring} is restricted ({e.strerror})"
-    keyctl(KEYCTL_CLEAR, ring)
-    description = ctypes.create_string_buffer(512)
-    keyctl(KEYCTL_DESCRIBE, ring, ctypes.addressof(description), ctypes.sizeof(description))
-    if int(description.value.split(b";")[2]) == gid:  # a new one's group is none (the owner may set its own)
-        return f"keyring {ring} was given the code's group"
+    keyctl(KEYCTL_UNLINK, probe, ring)
+    if owned:
+        description = ctypes.create_string_buffer(512)
+        keyctl(KEYCTL_DESCRIBE, ring, ctypes.addressof(description), ctypes.sizeof(description))
+        if int(description.value.split(b";")[2]) == gid:  # a new one's group is none (the owner may set its own)
+            return f"keyring {ring} was given the code's group"
     return None
 
 
-def clear_keyrings(gid: int) -> str | None:
-    """Reset this uid's user and user-session keyrings and empty its persistent one.
+def stray_keys(uid: int) -> list[str]:
+    """Keys of ``uid`` the kernel still lists, but for its own (empty) standard keyrings and our thread keyring."""
+    mine = (f"_uid.{uid}: empty", f"_uid_ses.{uid}: empty", f"_persistent.{uid}: empty", "_tid: ")
+    with open("/proc/keys", encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    return [line for line in lines if int(line.split()[5]) == uid and not line.split(None, 8)[8].startswith(mine)]
 
-    Session keyrings are each code process tree's own (:func:`new_session_keyring`) and went with
-    the processes. Where keyctl is refused (Docker's default seccomp profile) code cannot use
-    keyrings either.
+
+def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
+    """Empty the session keyring code shared and this uid's user, user-session and persistent
+    keyrings, undo what code set on them, and wait until the kernel has collected every key they
+    held (until then it still lists their descriptions; with no key left over there is no wait).
+
+    Where keyctl is refused (Docker's default seccomp profile) code cannot use keyrings either.
     """
     try:
-        user = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)
+        probe = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_THREAD_KEYRING, 1)
     except OSError as e:
         return None if e.errno in (errno.EPERM, errno.ENOSYS) else f"keyrings: {e.strerror}"
     try:
-        session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 1)
-        problem = reset_keyring(user, gid) or reset_keyring(session, gid)
-        if problem:
-            return problem
         try:
-            persistent = keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_THREAD_KEYRING)
+            keyctl(KEYCTL_CLEAR, keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_THREAD_KEYRING))
         except OSError as e:
             if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS):
                 raise
-        else:
-            keyctl(KEYCTL_CLEAR, persistent)
-            if keyring_contents(persistent):
-                return "the persistent keyring is not empty"
+        session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1)
+        user = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)
+        user_session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 1)
+        problem = (reset_keyring(session, probe, False, gid) or reset_keyring(user, probe, True, gid)
+                   or reset_keyring(user_session, probe, True, gid))
+        if problem:
+            return problem
     except OSError as e:
         return f"keyrings: {e.strerror}"
+    while stray_keys(uid):  # unlinked keys are collected by a kernel worker within moments
+        if time.monotonic() >= deadline:
+            return f"keys left: {stray_keys(uid)[:3]}"
+        time.sleep(0.0005)
     return None
 
 
@@ -670,7 +704,7 @@ def clean(user: tuple[int, int], mounts: list[str], baseline: set[str], deadline
     uid, gid = user
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
-    problems = [p for p in (kill_everything(uid, deadline), remove_ipc(), clear_keyrings(gid)) if p]
+    problems = [p for p in (kill_everything(uid, deadline), remove_ipc(), clear_keyrings(uid, gid, deadline)) if p]
     if writable_mounts() != mounts:
         problems.append(f"writable mounts changed: {writable_mounts()}")
     found: list[str] = []
@@ -729,7 +763,6 @@ class Agent:
         if self.user:
             os.setgid(self.user[1])
             os.setuid(self.user[0])  # from root to another uid: every capability is dropped too
-        new_session_keyring()
 
     @contextlib.contextmanager
     def as_user(self) -> Iterator[None]:
