@@ -515,6 +515,26 @@ def walk(root: str, seen: set[str], limit: int) -> bool:
     return True
 
 
+def read_proc(path: str) -> bytes:
+    """A /proc file's bytes (raw reads: no codec to look up in a freshly forked cleaner)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def field(status: bytes, name: bytes) -> bytes:
+    """The first word of a ``Name:`` line of /proc/PID/status."""
+    start = status.index(b"\n" + name + b":") + len(name) + 2
+    return status[start : status.index(b"\n", start)].split()[0]
+
+
 def processes_of(uid: int) -> tuple[list[int], list[int]]:
     """Processes whose real uid is ``uid``, other than this one: (live ones, zombies)."""
     me, live, zombies = os.getpid(), [], []
@@ -522,12 +542,11 @@ def processes_of(uid: int) -> tuple[list[int], list[int]]:
         if not entry.isdigit() or int(entry) == me:
             continue
         try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
-                status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            status = read_proc(f"/proc/{entry}/status")
         except OSError:
             continue
-        if int(status["Uid"].split()[0]) == uid:
-            (zombies if status["State"].split()[0] in ("Z", "X") else live).append(int(entry))
+        if int(field(status, b"Uid")) == uid:
+            (zombies if field(status, b"State") in (b"Z", b"X") else live).append(int(entry))
     return live, zombies
 
 
@@ -568,10 +587,10 @@ def kill_everything(uid: int, deadline: float) -> str | None:
 
 def ipc_ids(table: str) -> list[int]:
     try:
-        with open("/proc/sysvipc/" + table, encoding="ascii") as f:
-            return [int(line.split()[1]) for line in f.read().splitlines()[1:] if line.strip()]
+        lines = read_proc("/proc/sysvipc/" + table).splitlines()[1:]
     except FileNotFoundError:
         return []  # no SysV IPC in this kernel
+    return [int(line.split()[1]) for line in lines if line.strip()]
 
 
 def remove_ipc() -> str | None:
@@ -613,10 +632,10 @@ def reset_keyring(ring: int, probe: int, owned: bool, gid: int) -> str | None:
 
 def stray_keys(uid: int) -> list[str]:
     """Keys of ``uid`` the kernel still lists, but for its own (empty) standard keyrings and our thread keyring."""
-    mine = (f"_uid.{uid}: empty", f"_uid_ses.{uid}: empty", f"_persistent.{uid}: empty", "_tid: ")
-    with open("/proc/keys", encoding="utf-8", errors="replace") as f:
-        lines = f.read().splitlines()
-    return [line for line in lines if int(line.split()[5]) == uid and not line.split(None, 8)[8].startswith(mine)]
+    mine = (*(b"%s.%d: empty" % (name, uid) for name in (b"_uid", b"_uid_ses", b"_persistent")), b"_tid: ")
+    lines = read_proc("/proc/keys").splitlines()
+    stray = [line for line in lines if int(line.split()[5]) == uid and not line.split(None, 8)[8].startswith(mine)]
+    return [line.decode("utf-8", "replace") for line in stray]
 
 
 def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
@@ -680,36 +699,32 @@ def remove_tree(path: str, st: os.stat_result, problems: list[str]) -> None:
         problems.append(f"{path}: {e.strerror}")
 
 
-def scrub(path: str, baseline: set[str], uid: int, gid: int, problems: list[str]) -> None:
-    """Remove from directory ``path`` (recursively) every entry that was not there at start."""
+def scrub(path: str, baseline: set[str], problems: list[str]) -> None:
+    """Remove from directory ``path`` every entry that was not there at start, with all under it."""
     try:
         with os.scandir(path) as entries:
             children = [(e.path, e.stat(follow_symlinks=False)) for e in entries]
     except OSError as e:
-        if e.errno == errno.ENOTDIR:
-            return
-        st = os.lstat(path)
-        if writable_by(st, uid, gid):
-            problems.append(f"{path}: cannot be checked ({e.strerror})")
+        problems.append(f"{path}: cannot be checked ({e.strerror})")
         return
     for child, st in children:
         if child not in baseline:
             remove_tree(child, st, problems)
-        elif stat.S_ISDIR(st.st_mode):
-            scrub(child, baseline, uid, gid, problems)
 
 
-def clean(user: tuple[int, int], mounts: list[str], baseline: set[str], deadline: float) -> str | None:
-    """Run in the cleaner: become the code's uid, remove all it left; None when all is gone, else why not."""
+def clean(user: tuple[int, int], writable: list[str], baseline: set[str], deadline: float) -> str | None:
+    """Run in the cleaner: become the code's uid, remove all it left; None when all is gone, else why not.
+
+    ``writable`` are the directories the code's uid could write to at start; it cannot have made
+    any other writable (it owns none of them, and none of their parents), so whatever it left is in them.
+    """
     uid, gid = user
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
     problems = [p for p in (kill_everything(uid, deadline), remove_ipc(), clear_keyrings(uid, gid, deadline)) if p]
-    if writable_mounts() != mounts:
-        problems.append(f"writable mounts changed: {writable_mounts()}")
     found: list[str] = []
-    for point in mounts:
-        scrub(point, baseline, uid, gid, found)
+    for path in writable:
+        scrub(path, baseline, found)
     problems += found[:10]
     return "; ".join(problems) or None
 
@@ -728,24 +743,32 @@ class Agent:
         self.user = config.get("user")
         self.zygote: Zygote | None = None
         self.worker: Session | None = None
-        self.mounts: list[str] = []
-        self.baseline: set[str] = set()
+        self.baseline: set[str] = set()  # every entry of every writable mount, before any code ran
+        self.writable: list[str] = []  # the directories among them that code may write in
         self.unwipeable: str | None = "code runs as the agent's own user" if not self.user else None
 
     def take_baseline(self) -> None:
-        """Record what the writable mounts hold before any code runs: a wipe removes everything else."""
+        """Record what the writable mounts hold before any code runs: a wipe removes everything else.
+
+        Mounts come from ``/proc/self/mountinfo``, not from a list: any that is writable counts.
+        """
         if self.unwipeable is not None:
             return
-        self.mounts = writable_mounts()
-        for point in self.mounts:
+        for point in writable_mounts():
             if not walk(point, self.baseline, BASELINE_LIMIT):
                 self.unwipeable = f"the writable mount {point} holds too much to check"
                 return
-        for path in self.baseline:
+        uid, gid = self.user
+        for path in sorted(self.baseline):
             st = os.lstat(path)
-            if st.st_uid == self.user[0] or (stat.S_ISREG(st.st_mode) and writable_by(st, *self.user)):
-                self.unwipeable = f"{path} belongs to the code's user from the start"
+            if st.st_uid == uid or (stat.S_ISREG(st.st_mode) and writable_by(st, uid, gid)):
+                self.unwipeable = f"{path} belongs to the code's user from the start"  # it could mark it
                 return
+            if stat.S_ISDIR(st.st_mode) and writable_by(st, uid, gid):
+                if not st.st_mode & stat.S_ISVTX and any(p.startswith(path + "/") for p in self.baseline):
+                    self.unwipeable = f"code could delete or rename what {path} held from the start"
+                    return
+                self.writable.append(path)
 
     # ------------------------------------------------------------------ children
     def child_setup(self) -> None:
@@ -988,7 +1011,7 @@ class Agent:
         if pid == 0:
             try:
                 close_all_but({2, verdict_w})
-                problem = clean(self.user, self.mounts, self.baseline, deadline) or ""
+                problem = clean(self.user, self.writable, self.baseline, deadline) or ""
             except BaseException as e:
                 problem = f"the wipe failed: {type(e).__name__}: {e}"
             try:
