@@ -50,7 +50,8 @@ try:
     online = True
 except OSError:
     online = False
-print(open("/tmp/job.json").read(), sorted(os.listdir("/tmp")), escaped, online, len([p for p in os.listdir("/proc") if p.isdigit()]) < 10)
+processes = [p for p in os.listdir("/proc") if p.isdigit()]
+print(open("/tmp/job.json").read(), sorted(os.listdir("/tmp")), escaped, online, len(processes) < 10)
 """
 
 

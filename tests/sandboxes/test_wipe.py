@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -18,26 +19,49 @@ from tests.sandboxes.conftest import SMALL
 SECRET = "agentgym-hidden-tests"
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local", "local-namespaces"])
-def flavour(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Docker; local under bubblewrap; local under the agent's own namespaces (bubblewrap hidden)."""
-    if request.param == "docker":
+def use(flavour: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Prepare ``flavour`` and return its backend's name."""
+    if flavour == "docker":
         docker_or_skip()
-    if request.param == "local-namespaces":
+    if flavour == "local-namespaces":
         monkeypatch.setattr(local, "bubblewrap", lambda: None)
         if not local.namespaces():
             pytest.skip("this machine lets no process make namespaces (needs root or user namespaces)")
-    return request.param
+    return flavour.split("-")[0]
 
 
-@pytest.fixture
-async def pool(flavour: str) -> AsyncIterator[SandboxPool]:
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local", "local-namespaces"])
+def backend_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Docker; local under bubblewrap; local under the agent's own namespaces (bubblewrap hidden)."""
+    return use(request.param, monkeypatch)
+
+
+@pytest.fixture(params=["local", "local-namespaces"])
+def local_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The local flavours only: code in Docker cannot use keyrings (see test_docker_refuses_keyrings)."""
+    return use(request.param, monkeypatch)
+
+
+@asynccontextmanager
+async def pool_of_one(backend: str) -> AsyncIterator[SandboxPool]:
     """A pool of exactly one sandbox, so that the next acquire returns the one just wiped."""
-    one = SandboxPool(flavour.split("-")[0], "python", SMALL, size=1, max_size=1)
+    one = SandboxPool(backend, "python", SMALL, size=1, max_size=1)
     try:
         yield one
     finally:
         await one.shutdown()
+
+
+@pytest.fixture
+async def pool(backend_name: str) -> AsyncIterator[SandboxPool]:
+    async with pool_of_one(backend_name) as one:
+        yield one
+
+
+@pytest.fixture
+async def local_pool(local_name: str) -> AsyncIterator[SandboxPool]:
+    async with pool_of_one(local_name) as one:
+        yield one
 
 
 async def recycled(pool: SandboxPool, leave: str) -> tuple[AgentSandbox, AgentSandbox]:
@@ -169,10 +193,8 @@ print(found, "{SECRET}" in keys, timeouts)
 """
 
 
-async def test_keyrings_of_the_code_are_emptied(pool: SandboxPool, flavour: str) -> None:
-    if flavour == "docker":
-        pytest.skip("Docker's seccomp profile refuses keyctl: see test_docker_refuses_keyrings")
-    first, again = await recycled(pool, LEAVE_KEYS)
+async def test_keyrings_of_the_code_are_emptied(local_pool: SandboxPool) -> None:
+    first, again = await recycled(local_pool, LEAVE_KEYS)
     assert again.id == first.id
     assert (await again.run_python(SNOOP_KEYS)).output == "[-1, -1, -1] False ['perm']\n"
 
@@ -200,19 +222,15 @@ assert libc.syscall(KEYCTL, 5, ctypes.c_long(user), 0) == 0  # no rights for any
 """
 
 
-async def test_a_sandbox_the_wipe_cannot_clean_is_destroyed(pool: SandboxPool, flavour: str) -> None:
-    if flavour == "docker":
-        pytest.skip("code in Docker has no keyrings to lock")
-    first, again = await recycled(pool, LOCK_USER_KEYRING)
+async def test_a_sandbox_the_wipe_cannot_clean_is_destroyed(local_pool: SandboxPool) -> None:
+    first, again = await recycled(local_pool, LOCK_USER_KEYRING)
     assert again.id != first.id
     assert not await first.is_alive()
     assert (await again.run_python("print('fresh')")).output == "fresh\n"
 
 
-async def test_the_hosts_session_keyring_is_out_of_reach(flavour: str) -> None:
+async def test_the_hosts_session_keyring_is_out_of_reach(local_name: str) -> None:
     """Code never holds the keyring of the process that started agentgym (its keys would be readable)."""
-    if flavour == "docker":
-        pytest.skip("Docker's seccomp profile refuses keyctl")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     machine = os.uname().machine
@@ -226,5 +244,5 @@ libc.syscall.restype = ctypes.c_long
 found = libc.syscall({KEYCTL[machine]}, 10, ctypes.c_long(-3), b"user", {name!r}, 0)
 print(found, {name.decode()!r} in open("/proc/keys").read())
 """
-    async with await start("local", "python", SMALL) as box:
+    async with await start(local_name, "python", SMALL) as box:
         assert (await box.run_python(snoop)).output == "-1 False\n"
