@@ -118,6 +118,7 @@ async def test_a_recycling_pool_keeps_one_spare_beyond_those_lent_and_no_twins()
 async def test_the_next_caller_does_not_wait_for_the_wipe_of_the_last() -> None:
     pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
     try:
+        await pool.fill()
         first = await pool.acquire()
         await ready(pool, 1)  # the spare a lent sandbox brings
         await first.close()  # now being wiped
@@ -145,6 +146,7 @@ async def test_an_env_reset_does_not_wait_for_the_last_episodes_wipe() -> None:
     pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
     env = Scratch(sandbox=pool)
     try:
+        await pool.fill()
         await env.reset()
         first = env.sandbox
         await ready(pool, 1)

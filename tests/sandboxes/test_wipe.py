@@ -47,6 +47,7 @@ async def pool_of_one(backend: str) -> AsyncIterator[SandboxPool]:
     """A pool of exactly one sandbox, so that the next acquire returns the one just wiped."""
     one = SandboxPool(backend, "python", SMALL, size=1, max_size=1)
     try:
+        await one.fill()
         yield one
     finally:
         await one.shutdown()
