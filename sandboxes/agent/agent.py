@@ -78,7 +78,7 @@ EXIT_TIMED_OUT = 124  # what coreutils' timeout(1) returns
 DRAIN_AFTER_EXIT = 0.2  # how long a finished command's background children may keep its pipes open
 READ_CHUNK = 1 << 16
 QUIET_WAIT = 0.002  # how long a python call waits for the worker's answer before reading output as it comes
-ZYGOTE_WAIT = 5.0  # how long the agent waits for the zygote to fork a session or report one's end
+ZYGOTE_WAIT = 5.0  # how long the agent waits for the zygote to fork a session
 EXIT_WAIT = 1.0  # how long a killed session's exit status may take to arrive
 BASELINE_LIMIT = 20000  # entries in writable mounts past which a sandbox is not worth wiping (a host disk)
 
@@ -97,7 +97,7 @@ MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noa
 PR_SET_NO_NEW_PRIVS = 38
 IPC_RMID = 0
 KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_DESCRIBE, KEYCTL_CLEAR = 0, 1, 5, 6, 7
-KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_READ, KEYCTL_SET_TIMEOUT, KEYCTL_GET_PERSISTENT = 8, 9, 11, 15, 22
+KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_SET_TIMEOUT, KEYCTL_GET_PERSISTENT = 8, 9, 15, 22
 KEY_SPEC_THREAD_KEYRING, KEY_SPEC_SESSION_KEYRING = -1, -3
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 USER_KEYRING_PERM = 0x1F3F0000  # what the kernel gives a new user keyring
@@ -454,10 +454,10 @@ def zygote_main(agent: Agent, sock: socket.socket) -> None:
         if sock in ready:
             if not sock.recv(16):
                 return
-            fork_session(agent, sock, (wake_r, wake_w))
+            fork_session(agent, sock)
 
 
-def fork_session(agent: Agent, sock: socket.socket, wake: tuple[int, int]) -> None:
+def fork_session(agent: Agent, sock: socket.socket) -> None:
     """Fork one session and send its pid and the agent's ends of its pipes over ``sock``."""
     pipes: list[int] = []
     try:
@@ -483,6 +483,8 @@ def fork_session(agent: Agent, sock: socket.socket, wake: tuple[int, int]) -> No
             if "random" in sys.modules:  # a forked session would otherwise repeat its parent's sequence
                 sys.modules["random"].seed()
             run_session(code_r, reply_w)
+        except BaseException:
+            traceback.print_exc()  # on the session's stderr: the next python call reports it
         finally:
             os._exit(127)
     for fd in (code_r, reply_w, out_w, err_w):
@@ -651,6 +653,8 @@ def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
 
     Where keyctl is refused (Docker's default seccomp profile) code cannot use keyrings either.
     """
+    if os.uname().machine not in SYS_KEYCTL:
+        return "keyrings cannot be cleared on " + os.uname().machine
     try:
         probe = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_THREAD_KEYRING, 1)
     except OSError as e:
@@ -1027,7 +1031,7 @@ class Agent:
         os.close(verdict_w)
         verdict = b""
         try:
-            while select.select([verdict_r], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            while select.select([verdict_r], [], [], max(0.0, deadline + 1.0 - time.monotonic()))[0]:
                 chunk = os.read(verdict_r, 4096)
                 if not chunk:
                     break
