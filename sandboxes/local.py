@@ -5,9 +5,10 @@ network at all unless ``Limits.network``, which keeps the host's), sees read-onl
 few files python needs, and writes only to size-limited tmpfs at ``/tmp``, ``/dev/shm`` and
 ``/work``; it dies with its parent.
 
-Without bubblewrap the agent makes its own mount, IPC, UTS and network namespaces where the kernel
-lets it (as root, or through a user namespace): every host mount read-only, fresh tmpfs at ``/tmp``,
-``/dev/shm`` and a working directory of its own, no network; it can still read the host's files.
+Without bubblewrap the agent makes its own mount, IPC, UTS, pid and network namespaces where the
+kernel lets it (as root, or through a user namespace): every host mount read-only, fresh tmpfs at
+``/tmp``, ``/dev/shm`` and a working directory of its own, no network; it can still read the
+host's files.
 Where it cannot (no user namespaces, or root without CAP_SYS_ADMIN) it runs with a private working
 directory that is also its ``HOME`` and ``TMPDIR``, and nothing else is private: a warning says so
 once, with how to install bubblewrap. Envs must therefore keep their files in the working

@@ -43,8 +43,9 @@ the config and volunteer to be the out-of-memory killer's first choice. The agen
 ``wall_seconds`` or when the request stream closes, taking every child with it.
 
 With ``"jail"`` in the config (the local backend without bubblewrap) the agent first gives itself
-private mount, IPC, UTS and (unless the sandbox has network) network namespaces: every host mount
-read-only, fresh size-limited tmpfs at ``/tmp``, ``/dev/shm`` and the working directory.
+private mount, IPC, UTS, pid and (unless the sandbox has network) network namespaces: every host
+mount read-only, fresh size-limited tmpfs at ``/tmp``, ``/dev/shm`` and the working directory, a
+``/proc`` of its own, and an init that reaps orphans.
 """
 
 from __future__ import annotations
