@@ -171,7 +171,9 @@ class SandboxPool:
             self._refill()
         self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
         if self._wiping + self._starting > len(self._waiters):
-            # One is on its way back (being wiped) or starting: wait for it, not for a cold start.
+            # One is on its way back (being wiped) or starting: wait for it, not for a cold start,
+            # and start the spare that would have spared this caller the wait.
+            self._refill()
             waiting = asyncio.get_running_loop().create_future()
             self._waiters.append(waiting)
             try:
