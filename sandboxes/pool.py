@@ -36,7 +36,7 @@ from agentgym.sandboxes.sandbox import AgentSandbox
 log = logging.getLogger(__name__)
 
 BACKENDS = ("docker", "local")
-MAX_SHARED_SANDBOXES = 32
+MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and their spares
 PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
 RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
