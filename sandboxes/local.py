@@ -289,8 +289,9 @@ INSTALL_BUBBLEWRAP = "install bubblewrap (apt-get install bubblewrap, dnf instal
 @functools.cache
 def _warn_no_bubblewrap() -> None:
     log.warning(
-        "bubblewrap is not installed: local sandboxes have private /tmp, working directory, IPC and no "
-        "network (namespaces of their own), but code can read the host's files; %s", INSTALL_BUBBLEWRAP
+        "bubblewrap is not installed: local sandboxes make namespaces of their own (private /tmp, working "
+        "directory, IPC and processes, no network unless asked for), but code can read the host's files; %s",
+        INSTALL_BUBBLEWRAP,
     )
 
 
