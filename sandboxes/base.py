@@ -18,13 +18,14 @@ class Limits(BaseModel):
 
     Attributes:
         cpus: CPU cores (a fraction is allowed). Docker: a CPU quota; local: pinned to
-            ``ceil(cpus)`` cores.
+            ``ceil(cpus)`` cores, a different slice of the allowed cores for each sandbox in turn.
         memory_mb: Memory. Docker: the container's memory cgroup, files in its tmpfs included;
             local: address space per process (RLIMIT_AS).
         pids: Processes and threads at once. Docker: the pids cgroup; local: RLIMIT_NPROC on the
             sandbox's own uid (when agentgym runs as root; otherwise only timeouts bound them).
-        disk_mb: Space for files the code writes: ``/tmp`` and the working directory are each a
-            tmpfs of this size, and no single file may grow past it (RLIMIT_FSIZE).
+        disk_mb: Space for files the code writes: ``/tmp``, ``/dev/shm`` and the working
+            directory are each a tmpfs of this size (on the local backend without bubblewrap or
+            namespaces: an ordinary directory), and no single file may grow past it (RLIMIT_FSIZE).
         wall_seconds: Lifetime of the sandbox; after it the agent exits and the sandbox is removed.
         exec_timeout: Default time limit for one ``exec`` or ``run_python`` call.
         output_bytes: Output kept per call (stdout and stderr each); the rest is dropped and

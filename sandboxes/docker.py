@@ -58,7 +58,7 @@ _direct_proven = False  # a direct sandbox has worked in this process: later fai
 class DockerSandbox(AgentSandbox):
     """A sandbox that is one container; ``id`` is the container id."""
 
-    scratch_dirs = (WORKDIR, "/tmp", "/dev/shm", "/dev/mqueue")
+    recyclable = True  # code is CODE_USER in the container's own pid, IPC and mount namespaces
 
     def __init__(self, id: str, limits: Limits, client: AgentClient, attach: Any, rundir: str | None) -> None:
         super().__init__(id, limits, client, functools.partial(_destroy, id, rundir))
@@ -173,7 +173,6 @@ def _create_and_attach(ref: str, limits: Limits, rundir: str | None) -> tuple[st
 
     api = engine.client().api
     disk = f"rw,nosuid,nodev,size={limits.disk_mb}m"
-    uid, gid = CODE_USER
     host_config = api.create_host_config(
         auto_remove=True,
         init=True,
@@ -183,7 +182,9 @@ def _create_and_attach(ref: str, limits: Limits, rundir: str | None) -> tuple[st
         nano_cpus=int(limits.cpus * 1e9),
         pids_limit=limits.pids,
         read_only=True,
-        tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: f"{disk},uid={uid},gid={gid},mode=0755"},
+        # Both root's (the agent makes the working directory sticky and world-writable, like /tmp):
+        # code owns nothing here it could mark (times, modes) for the next user of a recycled sandbox.
+        tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: disk},
         cap_drop=["ALL"],
         cap_add=AGENT_CAPS,
         security_opt=["no-new-privileges"],
@@ -193,7 +194,7 @@ def _create_and_attach(ref: str, limits: Limits, rundir: str | None) -> tuple[st
         ],
         mounts=[docker.types.Mount(channel.MOUNT, rundir, type="bind", read_only=True)] if rundir else None,
     )
-    rlimits = {"FSIZE": limits.disk_mb << 20}
+    rlimits = {"FSIZE": limits.disk_mb << 20, "MSGQUEUE": 0}  # no POSIX message queues, as on the local backend
     config = agent_config(limits, workdir=WORKDIR, rlimits=rlimits, user=CODE_USER)
     labels = engine.owner_labels(limits.wall_seconds)
     if rundir is not None:

@@ -2,22 +2,33 @@
 
 With bubblewrap the agent runs in new user, pid, network, ipc, uts and mount namespaces (no
 network at all unless ``Limits.network``, which keeps the host's), sees read-only ``/usr`` and the
-few files python needs, and writes only to size-limited tmpfs at ``/tmp`` and ``/work``; it dies
-with its parent. Without bubblewrap it runs
-in a fresh temporary directory with no file or network isolation, and a warning says so once.
+few files python needs, and writes only to size-limited tmpfs at ``/tmp``, ``/dev/shm`` and
+``/work``; it dies with its parent.
+
+Without bubblewrap the agent makes its own mount, IPC, UTS, pid and network namespaces where the
+kernel lets it (as root, or through a user namespace): every host mount read-only, fresh tmpfs at
+``/tmp``, ``/dev/shm`` and a working directory of its own, no network; it can still read the
+host's files.
+Where it cannot (no user namespaces, or root without CAP_SYS_ADMIN) it runs with a private working
+directory that is also its ``HOME`` and ``TMPDIR``, and nothing else is private: a warning says so
+once, with how to install bubblewrap. Envs must therefore keep their files in the working
+directory (relative paths), never at fixed absolute paths.
 
 Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the agent puts
 rlimits on everything it starts (address space, CPU, file size, processes, open files, no core
-dumps). RLIMIT_NPROC counts processes per uid and does not bind root, so when agentgym runs as root
-each sandbox's code runs as its own unused uid, which makes the process cap per sandbox; the agent
-then stays root inside the jail with only the capabilities to switch user and to signal, so code
-cannot kill it (as on Docker). Run as another user, everything in the jail shares one uid.
+dumps, no POSIX message queues). RLIMIT_NPROC counts processes per uid and does not bind root, so
+when agentgym runs as root each sandbox's code runs as its own unused uid, which makes the process
+cap per sandbox; the agent then stays root with (in bubblewrap) only the capabilities to switch
+user and to signal, so code cannot kill it (as on Docker), and the sandbox can be wiped and reused.
+Run as another user, everything in the jail shares one uid and each sandbox is used once.
+Each sandbox is pinned to ``ceil(cpus)`` cores, taken in turn from the cores agentgym may use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import logging
 import math
@@ -46,6 +57,9 @@ UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
 NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
 NOFILE = 1024
+# Without bubblewrap the working directory is a host directory (over which the agent's own jail
+# mounts a tmpfs): outside /tmp, so that it does not show in the sandbox's private /tmp.
+WORKDIR_PARENT = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
 
 class LocalSandbox(AgentSandbox):
@@ -53,16 +67,15 @@ class LocalSandbox(AgentSandbox):
 
     def __init__(
         self, limits: Limits, client: AgentClient, proc: subprocess.Popen[bytes], uid: int | None,
-        workdir: str | None,
+        workdir: str | None, recyclable: bool,
     ) -> None:
         destroy = functools.partial(_destroy, proc, uid, workdir)
         super().__init__(f"local-{proc.pid}", limits, client, destroy)
         self.proc = proc
         self._uid = uid
         self._workdir = workdir
-        if uid is not None and workdir is None:
-            # Jailed, with code under a uid of its own in its own pid namespace: it can be wiped.
-            self.scratch_dirs = (JAIL_WORKDIR, "/tmp")
+        # Code under a uid of its own, in private mount and IPC namespaces: it can be wiped.
+        self.recyclable = recyclable
 
 
 def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None) -> None:
@@ -96,28 +109,37 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         "FSIZE": limits.disk_mb << 20,
         "NOFILE": NOFILE,
         "CORE": 0,
+        "MSGQUEUE": 0,  # POSIX queues live in the IPC namespace where no wipe could list them
     }
     if uid is not None:
         rlimits["NPROC"] = limits.pids
     env = {"PATH": PATH, "LANG": "C.UTF-8"}
-    run_as = uid
+    cores = pick_cores(limits.cpus)
+    # As root the agent stays root (in bubblewrap with only the capabilities to switch user and to
+    # signal) and code runs as ``uid``: code cannot kill the agent. Otherwise all is one uid.
+    code_user = (uid, uid) if uid is not None else None
+    run_as = None
+    recyclable = uid is not None
     if bubblewrap() is not None:
         workdir = None
-        # As root the jail's agent stays root (with only the capabilities to switch user and to
-        # signal) and code runs as ``uid``: code cannot kill the agent. Otherwise all is one uid.
-        code_user = (uid, uid) if uid is not None else None
-        run_as = None
-        config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cpus=limits.cpus, user=code_user)
+        config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cores=cores, user=code_user)
         argv = [*jail_argv(python, limits, uid), python, "-u", "-c", agent_source(), json.dumps(config)]
         env["HOME"] = JAIL_WORKDIR
     else:
-        _warn_unjailed()
-        workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-")
-        if uid is not None:
-            os.chown(workdir, uid, uid)
-        config = agent_config(limits, workdir=workdir, rlimits=rlimits, cpus=limits.cpus)
-        argv = [python, "-u", "-c", agent_source(), json.dumps(config)]
+        workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-", dir=WORKDIR_PARENT)
         env["HOME"] = workdir
+        if namespaces():
+            _warn_no_bubblewrap()
+            jail = {"workdir": workdir, "disk_mb": limits.disk_mb, "network": limits.network}
+            config = agent_config(limits, workdir=workdir, rlimits=rlimits, cores=cores, user=code_user, jail=jail)
+        else:
+            _warn_unjailed()
+            if uid is not None:
+                os.chown(workdir, uid, uid)
+            config = agent_config(limits, workdir=workdir, rlimits=rlimits, cores=cores)
+            env["TMPDIR"] = workdir
+            run_as, recyclable = uid, False
+        argv = [python, "-u", "-c", agent_source(), json.dumps(config)]
     try:
         # Started on the event loop's thread (not in a worker thread that may end), because
         # --die-with-parent follows the thread that forked; a fork takes about a millisecond.
@@ -135,9 +157,20 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
     _, protocol = await loop.connect_read_pipe(AgentProtocol, proc.stdout)
     client = AgentClient(transport, protocol, name=f"local-{proc.pid}")
-    sandbox = LocalSandbox(limits, client, proc, uid, workdir)
+    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable)
     await sandbox._wait_ready()
     return sandbox
+
+
+_turn = itertools.count()
+
+
+def pick_cores(cpus: float) -> list[int]:
+    """``ceil(cpus)`` of the cores this process may use, a different slice for each sandbox in turn."""
+    allowed = sorted(os.sched_getaffinity(0))
+    count = min(len(allowed), max(1, math.ceil(cpus)))
+    first = next(_turn) * count
+    return [allowed[(first + i) % len(allowed)] for i in range(count)]
 
 
 @functools.cache
@@ -154,6 +187,28 @@ def bubblewrap() -> str | None:
         log.warning("bubblewrap cannot create namespaces here: %s", reason)
         return None
     return path
+
+
+@functools.cache
+def namespaces() -> bool:
+    """Whether the agent can make its own namespaces here (without bubblewrap): tried once, in a probe."""
+    workdir = tempfile.mkdtemp(prefix="agentgym-probe-", dir=WORKDIR_PARENT)
+    config = {"jail": {"workdir": workdir, "disk_mb": 1, "network": False}, "probe": True}
+    try:
+        probe = subprocess.run(
+            [interpreter(), "-c", agent_source(), json.dumps(config)], capture_output=True, check=False,
+            env={"PATH": PATH, "LANG": "C.UTF-8"}, cwd="/", timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.warning("could not probe for namespaces: %s", e)
+        return False
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip().splitlines()
+        log.info("local sandboxes cannot make their own namespaces here: %s", reason[-1] if reason else "")
+        return False
+    return True
 
 
 @functools.cache
@@ -201,6 +256,7 @@ def jail_argv(python: str, limits: Limits, code_uid: int | None) -> list[str]:
         argv += ["--ro-bind", prefix, prefix]
     argv += [
         "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm",
         "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
         "--size", size, "--perms", "1777" if code_uid is not None else "0755", "--tmpfs", JAIL_WORKDIR,
         "--remount-ro", "/", "--chdir", JAIL_WORKDIR,
@@ -227,9 +283,22 @@ def kill_uid(uid: int) -> int:
     return found
 
 
+INSTALL_BUBBLEWRAP = "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap) for full isolation"
+
+
+@functools.cache
+def _warn_no_bubblewrap() -> None:
+    log.warning(
+        "bubblewrap is not installed: local sandboxes make namespaces of their own (private /tmp, working "
+        "directory, IPC and processes, no network unless asked for), but code can read the host's files; %s",
+        INSTALL_BUBBLEWRAP,
+    )
+
+
 @functools.cache
 def _warn_unjailed() -> None:
     log.warning(
-        "bubblewrap is not installed: local sandboxes have rlimits and an empty environment but no "
-        "network or file isolation (apt-get install bubblewrap)"
+        "bubblewrap is not installed and namespaces are not available: local sandboxes have rlimits, an "
+        "empty environment and a private working directory (also HOME and TMPDIR), but no network or "
+        "file isolation, and /tmp is the host's; %s", INSTALL_BUBBLEWRAP
     )

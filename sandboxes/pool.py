@@ -2,14 +2,19 @@
 
 Creating a sandbox costs a container start (~0.2-0.5 s) or a jail start (~60 ms); a pool pays that in
 the background so that ``acquire()`` only pops a ready one. When the caller ``close()``-s what it got,
-the sandbox is wiped back to fresh (every process of the code's user killed, every writable
-directory emptied, a new Python session: :meth:`AgentSandbox.recycle`) and goes back to the pool,
-which costs milliseconds instead of a container start; one that cannot be wiped is destroyed, and
-the pool makes a new one. A recycling pool therefore counts lent sandboxes as its own: ``size`` is
-the population it keeps (ready, lent, being wiped or starting), and it starts new ones only when
-that falls short, not each time one is lent. Pools are process-wide and keyed by event loop,
-backend, image and limits, so every env in a process shares them; a shared pool starts empty and
-grows by one each time a caller has to wait for a cold start, up to :data:`MAX_SHARED_SANDBOXES`.
+the sandbox is wiped back to fresh in the background (:meth:`AgentSandbox.recycle`: every process,
+IPC object, keyring and file of the code's user removed, checked, and a new Python session forked)
+and goes back to the pool; one that cannot be wiped is destroyed, and the pool makes a new one.
+
+A recycling pool counts lent sandboxes as its own: ``size`` is the population it keeps (ready,
+lent, being wiped or starting), and it keeps one spare beyond those lent, so that the caller who
+comes next gets a ready sandbox rather than waiting for the wipe of the one just closed. Each
+caller who finds none ready makes the pool keep one more (up to ``max_size``): spares follow demand.
+
+Pools are process-wide and keyed by event loop, backend, image, limits and purpose, so every env in
+a process shares them; a shared pool starts empty. Verifiers get sandboxes from pools of their own
+(``acquire(..., verifier=True)``): a sandbox that held a task's hidden tests is never lent to a
+model's session afterwards, only to later verifiers.
 """
 
 from __future__ import annotations
@@ -31,14 +36,13 @@ from agentgym.sandboxes.sandbox import AgentSandbox
 log = logging.getLogger(__name__)
 
 BACKENDS = ("docker", "local")
-MAX_SHARED_SANDBOXES = 32
+MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and their spares
 PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
 RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
 
-_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str, Limits], SandboxPool]] = (
-    weakref.WeakKeyDictionary()
-)
+PoolKey = tuple[str, str, Limits, bool]  # backend, image, limits, for verifiers
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, SandboxPool]] = weakref.WeakKeyDictionary()
 
 
 async def resolve_backend(backend: str) -> str:
@@ -97,7 +101,7 @@ def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:
 
 
 class SandboxPool:
-    """Keeps ``size`` ready sandboxes of one kind and hands them out.
+    """Keeps sandboxes of one kind ready and hands them out.
 
     Usable as an env's ``sandbox_backend=`` provider: ``Env(sandbox_backend=SandboxPool("docker", size=8))``.
     Spares older than half their wall time, or whose agent has gone (its stream closed), are
@@ -109,8 +113,11 @@ class SandboxPool:
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
         image: Recipe name or image reference (Docker only; the local backend uses the host's python).
         limits: Limits for every sandbox of the pool.
-        size: Spares to keep ready.
-        max_size: Spares the pool may grow to when callers find it empty (default: ``size``).
+        size: Sandboxes to keep: with ``recycle``, the whole population (ready, lent, being wiped,
+            starting), at least one more than are lent; without, spares ready beyond those lent.
+            Grows by one each time a caller finds none ready.
+        max_size: The most ``size`` may grow to, and the most sandboxes a recycling pool keeps
+            (default: ``size``).
         recycle: Wipe and reuse closed sandboxes (see above); ``False`` destroys each one after a
             single use.
     """
@@ -162,8 +169,11 @@ class SandboxPool:
                 return sandbox
             self._spawn(sandbox.close())
             self._refill()
+        self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
         if self._wiping + self._starting > len(self._waiters):
-            # One is on its way back (being wiped) or starting: wait for it, not for a cold start.
+            # One is on its way back (being wiped) or starting: wait for it, not for a cold start,
+            # and start the spare that would have spared this caller the wait.
+            self._refill()
             waiting = asyncio.get_running_loop().create_future()
             self._waiters.append(waiting)
             try:
@@ -174,14 +184,14 @@ class SandboxPool:
                 if waiting.done() and not waiting.cancelled():
                     await waiting.result().close()
                 raise
-        self.size = min(self.size + 1, self.max_size)  # a caller waited: keep one more
         self._cold += 1  # counted while it starts, so a refill meanwhile does not start its twin
         try:
             sandbox = await self._start()
         finally:
             self._cold -= 1
+        self._hand_out(sandbox)  # counted as lent before the refill, which would otherwise start its twin
         self._refill()
-        return self._hand_out(sandbox)
+        return sandbox
 
     async def fill(self) -> None:
         """Start spares and wait until ``size`` are ready.
@@ -248,8 +258,11 @@ class SandboxPool:
             return await start(self.backend, self.image, self.limits)
 
     def _refill(self) -> None:
-        # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep.
-        missing = self.size - len(self._ready) - self._starting - self._wiping - self._lent - self._cold
+        # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep,
+        # and one spare beyond the lent ones keeps the next caller from waiting for a wipe.
+        target = max(self.size, self._lent + self._cold + 1) if self.recycle else self.size
+        population = len(self._ready) + self._starting + self._wiping + self._lent + self._cold
+        missing = min(target, self.max_size) - population
         if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
             return
         for _ in range(missing):
@@ -293,7 +306,8 @@ class SandboxProvider(Protocol):
 
 
 async def acquire(
-    backend: str | SandboxProvider = "auto", *, image: str = "python", limits: Limits | None = None
+    backend: str | SandboxProvider = "auto", *, image: str = "python", limits: Limits | None = None,
+    verifier: bool = False,
 ) -> Sandbox:
     """A sandbox from the process-wide warm pool for ``(backend, image, limits)``.
 
@@ -303,37 +317,45 @@ async def acquire(
             :class:`SandboxPool`.
         image: Recipe name (``"python"``) or image reference (``"python:3.12-slim"``).
         limits: Defaults to :class:`Limits()`.
+        verifier: For a verifier, which puts what the model must not see (hidden tests) in the
+            sandbox: it comes from a pool kept for verifiers, and once closed it is wiped and lent
+            to later verifiers only, never to a model's session. From a provider object, such a
+            sandbox is destroyed on close instead of going back.
 
     Raises:
         SandboxError: No sandbox could be created; the message says why.
     """
     if not isinstance(backend, str):
-        return await backend.acquire()
-    return await (await _shared_pool(backend, image, limits)).acquire()
+        sandbox = await backend.acquire()
+        if verifier and isinstance(sandbox, AgentSandbox):
+            sandbox.keep_out_of_pools()
+        return sandbox
+    return await (await _shared_pool(backend, image, limits, verifier)).acquire()
 
 
 async def warm_up(
-    backend: str = "auto", *, image: str = "python", limits: Limits | None = None, count: int = 1
+    backend: str = "auto", *, image: str = "python", limits: Limits | None = None, count: int = 1,
+    verifier: bool = False,
 ) -> None:
     """Have ``count`` sandboxes ready in the shared pool that :func:`acquire` draws from, and wait for them.
 
     Call it before a timed or latency-sensitive run (an evaluation, a benchmark) so that the first
-    ``count`` acquires are warm too.
+    ``count`` acquires are warm too; ``verifier=True`` warms the verifiers' pool.
 
     Raises:
         SandboxError: A sandbox could not be started; the message says why.
     """
-    pool = await _shared_pool(backend, image, limits)
+    pool = await _shared_pool(backend, image, limits, verifier)
     pool.size = max(pool.size, count)
     pool.max_size = max(pool.max_size, count)
     await pool.fill()
 
 
-async def _shared_pool(backend: str, image: str, limits: Limits | None) -> SandboxPool:
+async def _shared_pool(backend: str, image: str, limits: Limits | None, verifier: bool) -> SandboxPool:
     name = await resolve_backend(backend)
     limits = limits or Limits()
     pools = _shared.setdefault(asyncio.get_running_loop(), {})
-    key = (name, image, limits)
+    key = (name, image, limits, verifier)
     if key not in pools:
         pools[key] = SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SANDBOXES)
     return pools[key]

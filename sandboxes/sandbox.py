@@ -14,7 +14,6 @@ import base64
 import copy
 import functools
 import logging
-import shlex
 import time
 import weakref
 from collections.abc import Callable
@@ -33,35 +32,6 @@ PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 RECYCLE_TIMEOUT = 10.0
 
-# Run as the code's user: kill every process of that user (kill -1 spares the calling shell) until
-# none but zombies is left, then empty every directory code can write. Non-zero exit: not clean.
-# The checks use shell builtins only, so the shell forks nothing that could count as a survivor.
-_WIPE = """
-clean=no
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-  kill -9 -1 2>/dev/null
-  clean=yes
-  for p in /proc/[0-9]*; do
-    [ "${{p#/proc/}}" = "$$" ] && continue
-    [ -O "$p" ] || continue
-    read -r stat < "$p/stat" 2>/dev/null || continue
-    case "$stat" in *") Z "*) continue ;; esac
-    clean=no
-  done
-  [ "$clean" = yes ] && break
-  sleep 0.02
-done
-[ "$clean" = yes ] || {{ echo "processes survived"; exit 1; }}
-dirs=""
-for d in {dirs}; do [ -d "$d" ] && dirs="$dirs $d"; done
-[ -n "$dirs" ] || exit 0
-chmod -R u+rwx $dirs 2>/dev/null
-find $dirs -mindepth 1 -delete 2>/dev/null
-left=$(find $dirs -mindepth 1 -print -quit)
-[ -z "$left" ] || {{ echo "not empty: $left"; exit 1; }}
-"""
-
-
 @functools.cache
 def agent_source() -> str:
     """The in-sandbox agent's source, passed to ``python3 -c`` so no image needs it baked in."""
@@ -69,13 +39,14 @@ def agent_source() -> str:
 
 
 def agent_config(
-    limits: Limits, *, workdir: str, rlimits: dict[str, int], cpus: float | None = None,
-    user: tuple[int, int] | None = None,
+    limits: Limits, *, workdir: str, rlimits: dict[str, int], cores: list[int] | None = None,
+    user: tuple[int, int] | None = None, jail: dict[str, object] | None = None,
 ) -> dict[str, object]:
     """The agent's command-line config for ``limits``.
 
-    ``cpus`` asks the agent to pin itself to that many cores, for backends with no CPU quota.
+    ``cores`` asks the agent to pin itself to those cores, for backends with no CPU quota.
     ``user`` (uid, gid) is who code runs as, for backends that start the agent as root.
+    ``jail`` asks the agent to make its own namespaces first (see the agent's ``jail()``).
     """
     return {
         "output_bytes": limits.output_bytes,
@@ -83,8 +54,9 @@ def agent_config(
         "wall_seconds": limits.wall_seconds,
         "workdir": workdir,
         "rlimits": rlimits,
-        "cpus": cpus,
+        "cores": cores,
         "user": user,
+        "jail": jail,
     }
 
 
@@ -96,9 +68,9 @@ class AgentSandbox:
         limits: What code inside may use.
     """
 
-    scratch_dirs: tuple[str, ...] = ()
-    """Every directory code can write to. A backend that lists them (and runs code as a user of its
-    own, in its own process namespace) can be wiped back to fresh and reused: see :meth:`recycle`."""
+    recyclable = False
+    """Whether :meth:`recycle` can wipe it: code runs as a uid of its own (so the agent can tell what
+    that uid left) in private IPC and mount namespaces. Set by the backend."""
 
     def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None]) -> None:
         """
@@ -198,25 +170,22 @@ class AgentSandbox:
     async def recycle(self) -> AgentSandbox | None:
         """Wipe this (closed) sandbox back to fresh and return it as a new object, or None if it cannot be.
 
-        Fresh means what a new sandbox has: no process of the code's user (all are killed and
-        checked gone), empty scratch directories (:attr:`scratch_dirs`, checked empty) and a new
-        Python session. The returned object is a new handle: whoever kept the old one cannot reach
-        the next user's work. A sandbox that cannot be wiped is left for :meth:`destroy`.
+        Fresh means what a new sandbox has, checked inside by the agent (its ``wipe`` op): no process
+        of the code's user, no SysV IPC object, empty keyrings of that user, nothing in any writable
+        mount but what was there at start, and a new Python session (forked from a warm parent, so
+        the next call does not wait for an interpreter). The returned object is a new handle: whoever
+        kept the old one cannot reach the next user's work. A sandbox that cannot be wiped is left
+        for :meth:`destroy`.
         """
-        if not self.scratch_dirs or self.client.broken is not None or self.client.protocol.lost is not None:
+        if not self.recyclable or self.client.broken is not None or self.client.protocol.lost is not None:
             return None
-        script = _WIPE.format(dirs=" ".join(shlex.quote(d) for d in self.scratch_dirs))
         try:
-            wiped = await self.client.call("exec", RECYCLE_TIMEOUT + GRACE_SECONDS, cmd=script,
-                                           timeout=RECYCLE_TIMEOUT, cwd="/")
-            # The session's process was killed with the rest: this call starts a new one.
-            restart = await self.client.call("python", RECYCLE_TIMEOUT + GRACE_SECONDS, code="",
-                                             timeout=RECYCLE_TIMEOUT)
+            wiped = await self.client.call("wipe", RECYCLE_TIMEOUT + GRACE_SECONDS, timeout=RECYCLE_TIMEOUT)
         except (SandboxError, OSError) as e:
             log.info("sandbox %s could not be recycled: %s", self.id, e)
             return None
-        if wiped["exit_code"] != 0 or restart["timed_out"]:
-            log.info("sandbox %s is not clean: %s", self.id, wiped["stdout"].strip() or restart["error"])
+        if not wiped["clean"]:
+            log.warning("sandbox %s is not clean after a wipe, destroying it: %s", self.id, wiped["reason"])
             return None
         detached = self._finalizer.detach()
         if detached is None:
@@ -226,6 +195,16 @@ class AgentSandbox:
         fresh._closed = False
         fresh.return_to = None
         return fresh
+
+    def keep_out_of_pools(self) -> None:
+        """Never go back to the pool it came from: ``close()`` then destroys it.
+
+        For a sandbox that will hold what no later user may see, when it did not come from a pool
+        kept for such uses (see ``acquire(..., verifier=True)``).
+        """
+        if self.return_to is not None:
+            give_back, self.return_to = self.return_to, None
+            give_back(self, False)  # the pool stops counting it and starts a replacement
 
     async def close(self) -> None:
         """Close the sandbox; later calls do nothing.

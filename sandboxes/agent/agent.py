@@ -12,9 +12,28 @@ Ops:
     exec: ``{"cmd", "timeout", "cwd"}`` -> ``{"exit_code", "stdout", "stderr", "timed_out", "truncated"}``.
         ``/bin/sh -c cmd`` in its own process group; a timeout kills the whole group.
     python: ``{"code", "timeout"}`` -> ``{"stdout", "stderr", "error", "timed_out", "truncated",
-        "restarted"}``. Runs in a persistent worker process, so state carries over between calls.
+        "restarted"}``. Runs in a persistent Python session, so state carries over between calls.
     read_file: ``{"path"}`` -> ``{"data": base64}``.
     write_file: ``{"path", "data": base64}`` -> ``{}``; parent directories are created.
+    wipe: ``{"timeout"}`` -> ``{"clean", "reason"}``: everything the code's user left is removed
+        (checked) and a new Python session is ready; ``clean`` false means the sandbox must be destroyed.
+
+Four kinds of process, so that no user code ever runs where it could reach anything but its own session:
+
+- The **agent** reads requests. When the host starts it as root (Docker; bubblewrap as root; the
+  local backend's own namespaces as root) it keeps only the rights to switch user and to signal,
+  and every process that runs code is another uid (``"user"`` in the config), which cannot signal,
+  trace or read the agent.
+- The **zygote** is forked from the agent before the first request, so its memory holds nothing a
+  request brought. It forks one Python session (a worker) whenever the agent asks, which costs a
+  fork instead of starting an interpreter, and reaps its workers, telling the agent how each ended.
+- A **worker** becomes the code's uid right after the fork (limits, new session, closed file
+  descriptors, reseeded ``random``) and runs code in a fresh ``__main__``.
+- A **cleaner** is forked by the agent for a wipe and becomes the code's uid (so it removes exactly
+  what that uid may remove): it kills every process of the uid with one ``kill(-1)`` and waits for
+  each to end on its pidfd, removes SysV IPC objects, clears the uid's keyrings, and deletes
+  everything that was not there at start from every writable mount (found in ``/proc/self/mountinfo``,
+  not from a fixed list). Anything it cannot remove makes the wipe unclean.
 
 The agent itself never runs user code: commands and the Python session are child processes whose
 output it reads through pipes, keeping at most ``output_bytes`` of each stream and draining (and
@@ -22,25 +41,37 @@ dropping) the rest, so that nothing user code does (loop forever, print gigabyte
 memory, close its file descriptors, exit) can stop it from answering. Children get the rlimits in
 the config and volunteer to be the out-of-memory killer's first choice. The agent exits after
 ``wall_seconds`` or when the request stream closes, taking every child with it.
+
+With ``"jail"`` in the config (the local backend without bubblewrap) the agent first gives itself
+private mount, IPC, UTS, pid and (unless the sandbox has network) network namespaces: every host
+mount read-only, fresh size-limited tmpfs at ``/tmp``, ``/dev/shm`` and the working directory, a
+``/proc`` of its own, and an init that reaps orphans.
 """
 
 from __future__ import annotations
 
+import array
 import base64
+import builtins
 import contextlib
+import ctypes
 import errno
 import fcntl
+import gc
 import json
-import math
 import os
+import re
 import resource
 import select
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
+import traceback
+import types
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -48,70 +79,32 @@ EXIT_TIMED_OUT = 124  # what coreutils' timeout(1) returns
 DRAIN_AFTER_EXIT = 0.2  # how long a finished command's background children may keep its pipes open
 READ_CHUNK = 1 << 16
 QUIET_WAIT = 0.002  # how long a python call waits for the worker's answer before reading output as it comes
+ZYGOTE_WAIT = 5.0  # how long the agent waits for the zygote to fork a session
+EXIT_WAIT = 1.0  # how long a killed session's exit status may take to arrive
+BASELINE_LIMIT = 20000  # entries in writable mounts past which a sandbox is not worth wiping (a host disk)
 
-# The Python session's worker. Requests arrive length-prefixed on fd IN; after each run the worker
-# flushes stdout/stderr (pipes read by the agent) and answers on fd OUT with the traceback, if any,
-# and whether its stdout/stderr still work (if not, it exits and the agent starts a new one).
-WORKER = r"""
-import json, os, sys, traceback
-IN, OUT = int(sys.argv[1]), int(sys.argv[2])
-sys.argv = [""]
-namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-
-def stdio():
-    try:
-        if sys.stdout.closed or sys.stderr.closed:
-            return None
-        return [(st.st_dev, st.st_ino) for st in map(os.fstat, (1, 2))]
-    except (OSError, AttributeError):
-        return None
-
-PIPES = stdio()
-pending = b""
-# The first run in a fresh interpreter costs ~0.5 ms more (compiler, encoder, allocator warming
-# up): pay it at start, while the sandbox waits in a pool, not on the first request.
-exec(compile("pass", "<python>", "exec"), {})
-json.dumps({"error": None, "broken": stdio() != PIPES})
-
-def read_some():
-    chunk = os.read(IN, 1 << 16)
-    if not chunk:
-        os._exit(0)
-    return chunk
-
-def read_frame():
-    # One read takes a whole small request (length and code) in the common case.
-    global pending
-    while len(pending) < 10:
-        pending += read_some()
-    size = 10 + int(pending[:10])
-    parts, have = [pending], len(pending)
-    while have < size:
-        parts.append(read_some())
-        have += len(parts[-1])
-    data = b"".join(parts)
-    pending = data[size:]
-    return data[10:size]
-
-while True:
-    code = read_frame().decode("utf-8")
-    error = None
-    try:
-        exec(compile(code, "<python>", "exec"), namespace)
-    except BaseException as e:
-        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
-        error = "".join(traceback.format_exception(type(e), e, tb))
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    intact = stdio() == PIPES  # code that closed or replaced fds 1/2 leaves a session that cannot talk
-    reply = json.dumps({"error": error, "broken": not intact}).encode("utf-8")
-    os.write(OUT, b"%010d" % len(reply) + reply)
-    if not intact:
-        os._exit(0)
-"""
+# Filesystems that hold no files code could leave behind (or that only root can write).
+PSEUDO_FS = {
+    "proc", "sysfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "bpf", "fusectl",
+    "configfs", "pstore", "binfmt_misc", "autofs", "nsfs", "efivarfs", "selinuxfs", "rpc_pipefs",
+}
+# Linux constants Python does not export.
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
+MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+               "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+PR_SET_NO_NEW_PRIVS = 38
+IPC_RMID = 0
+KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_DESCRIBE, KEYCTL_CLEAR = 0, 1, 5, 6, 7
+KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_SET_TIMEOUT, KEYCTL_GET_PERSISTENT = 8, 9, 15, 22
+KEY_SPEC_THREAD_KEYRING, KEY_SPEC_SESSION_KEYRING = -1, -3
+KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+USER_KEYRING_PERM = 0x1F3F0000  # what the kernel gives a new user keyring
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288, "armv7l": 311,
+              "ppc64le": 271, "ppc64": 271, "s390x": 280}
+ZYGOTE_RECORD = struct.Struct("=cii")  # kind (F: forked, E: fork failed, X: exited), pid, errno or wait status
 
 
 class Capture:
@@ -148,13 +141,9 @@ def read_available(fd: int) -> bytes | None:
 
 
 def kill_group(pgid: int) -> None:
-    """SIGKILL a process group until it is empty (a fork bomb keeps adding members)."""
-    for _ in range(50):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.002)
+    """SIGKILL a process group. One signal is enough: the kernel lets no fork in the group escape it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def exit_status(returncode: int) -> int:
@@ -162,8 +151,597 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def returncode(status: int) -> int:
+    """A wait status as ``subprocess`` reports it: the exit code, or minus the signal."""
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def close_all_but(keep: set[int]) -> None:
+    """Close every file descriptor not in ``keep``."""
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = top if 0 < top < 1 << 20 else 1 << 16
+    low = 0
+    for fd in [*sorted(keep), top]:
+        if fd > low:  # closerange(n, n) would close everything from n up
+            os.closerange(low, fd)
+        low = fd + 1
+
+
+# ---------------------------------------------------------------------- Linux calls Python lacks
+_libc: Any = None
+
+
+def libc() -> Any:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    return _libc
+
+
+def checked(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def keyctl(*args: int) -> int:
+    """The keyctl(2) system call (glibc has no wrapper); raises OSError (ENOSYS where its number is unknown)."""
+    number = SYS_KEYCTL.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, "keyctl: unknown system call number on " + os.uname().machine)
+    return checked(libc().syscall(number, *(ctypes.c_long(a) for a in args)), "keyctl")
+
+
+def new_session_keyring() -> None:
+    """Join a new, empty session keyring (the agent's, which code inherits and the wipe empties): the one
+    inherited is the host's, and code would reach the keys of whoever started agentgym. Where keyctl
+    is refused (Docker's default seccomp profile) code cannot use keyrings at all."""
+    with contextlib.suppress(OSError):
+        keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
+
+
+# ---------------------------------------------------------------------- the jail without bubblewrap
+def mountinfo() -> list[tuple[str, list[str], str, list[str]]]:
+    """(mount point, mount options, filesystem type, superblock options) of each mount we can see."""
+    mounts = []
+    with open("/proc/self/mountinfo", "rb") as f:
+        for line in f.read().splitlines():
+            fields = line.split()
+            tail = [t.decode("ascii", "replace") for t in fields[fields.index(b"-") + 1 :]]
+            point = os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), fields[4]))
+            options = fields[5].decode("ascii", "replace").split(",")
+            mounts.append((point, options, tail[0], tail[2].split(",") if len(tail) > 2 else []))
+    return mounts
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    args = [None if s is None else s.encode() for s in (source, target, fstype)]
+    checked(libc().mount(*args, ctypes.c_ulong(flags), data and data.encode()), "mount " + target)
+
+
+def jail(spec: dict[str, Any]) -> None:
+    """Private namespaces for a local sandbox without bubblewrap (as root, or in a user namespace).
+
+    Mount, IPC, UTS, pid and (without ``network``) network namespaces. Every mount becomes read-only,
+    so the only places code can write are the fresh tmpfs mounted at ``/tmp``, ``/dev/shm`` and the
+    working directory; the host's ``/tmp`` is out of sight, and a new ``/proc`` shows only the
+    sandbox's processes. Returns in the agent, which is pid 2 under an init that reaps orphans.
+
+    Raises:
+        OSError: A namespace or mount could not be made (the host then runs without them).
+    """
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | (0 if spec.get("network") else CLONE_NEWNET)
+    checked(libc().unshare(flags | (CLONE_NEWUSER if uid != 0 else 0)), "unshare")
+    if uid != 0:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open("/proc/self/" + name, "w") as f:
+                f.write(text)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host
+    for point, options, fstype, _ in mountinfo():
+        if "rw" not in options or fstype in PSEUDO_FS or point == "/proc" or point.startswith("/proc/"):
+            continue
+        kept = sum(MOUNT_FLAGS.get(o, 0) for o in options)  # a user namespace may not drop these
+        try:
+            mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.ENOENT, errno.ESTALE):  # hidden or unreachable mounts
+                raise
+    tmpfs = f"size={int(spec['disk_mb'])}m,mode=1777"
+    for point in ("/tmp", spec["workdir"], "/dev/shm"):
+        if os.path.isdir(point):
+            mount("tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
+    checked(libc().sethostname(b"sandbox", 7), "sethostname")
+    become_init()
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def become_init() -> None:
+    """Fork the new pid namespace's init, which forks the agent and reaps every orphan until it ends.
+
+    The first process stays to report init's exit status; init's end kills all in the namespace.
+    Returns only in the agent (pid 2).
+    """
+    init = os.fork()
+    if init:
+        quiet_stdio()
+        os._exit(returncode(os.waitpid(init, 0)[1]) & 0xFF)
+    agent = os.fork()
+    if agent == 0:
+        return
+    quiet_stdio()
+    while True:
+        pid, status = os.wait()
+        if pid == agent:
+            os._exit(returncode(status) & 0xFF)
+
+
+def quiet_stdio(keep: int = 2) -> None:
+    """Let go of the host's request stream (only the agent may hold it, so that its end is seen at once)
+    and of every other descriptor but stderr and ``keep``."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    close_all_but({0, 1, 2, keep})
+
+
+# ---------------------------------------------------------------------- the Python session (a worker)
+def stdio() -> list[tuple[int, int]] | None:
+    """Which files fds 1 and 2 are, or None when they are closed."""
+    try:
+        if sys.stdout.closed or sys.stderr.closed:
+            return None
+        return [(st.st_dev, st.st_ino) for st in map(os.fstat, (1, 2))]
+    except (OSError, AttributeError):
+        return None
+
+
+def run_session(code_in: int, replies: int) -> None:
+    """The worker's loop: run each length-prefixed code frame from ``code_in`` in one namespace.
+
+    After each run it flushes stdout/stderr (pipes the agent reads) and answers on ``replies`` with
+    the traceback, if any, and whether its stdout/stderr still work (if not, it exits and the agent
+    starts a new session). Never returns.
+    """
+    main = types.ModuleType("__main__")  # the session's own, so pickle and ``import __main__`` find its names
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    sys.argv = [""]
+    namespace = main.__dict__
+    pipes = stdio()
+    pending = b""
+    # Touch now (copying the pages shared with the zygote) what the first run touches, so that the
+    # first request after a wipe costs what any other does.
+    exec(compile("pass", "<python>", "exec"), {})
+    json.dumps({"error": None, "broken": stdio() != pipes})
+
+    def read_some() -> bytes:
+        chunk = os.read(code_in, READ_CHUNK)
+        if not chunk:
+            os._exit(0)
+        return chunk
+
+    while True:
+        while len(pending) < 10:  # one read takes a whole small request (length and code) in the common case
+            pending += read_some()
+        size = 10 + int(pending[:10])
+        parts, have = [pending], len(pending)
+        while have < size:
+            parts.append(read_some())
+            have += len(parts[-1])
+        data = b"".join(parts)
+        pending = data[size:]
+        error = None
+        try:
+            exec(compile(data[10:size].decode("utf-8"), "<python>", "exec"), namespace)
+        except BaseException as e:
+            tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
+            error = "".join(traceback.format_exception(type(e), e, tb))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        intact = stdio() == pipes  # code that closed or replaced fds 1/2 leaves a session that cannot talk
+        reply = json.dumps({"error": error, "broken": not intact}).encode("utf-8")
+        os.write(replies, b"%010d" % len(reply) + reply)
+        if not intact:
+            os._exit(0)
+
+
+class Session:
+    """The agent's handle on one Python session: its pid and the agent's ends of its four pipes."""
+
+    def __init__(self, pid: int, fds: list[int]) -> None:
+        self.pid = pid
+        self.code_in, self.replies, self.stdout, self.stderr = fds
+        for fd in fds:
+            set_nonblocking(fd)
+
+    def close(self) -> None:
+        for fd in (self.code_in, self.replies, self.stdout, self.stderr):
+            os.close(fd)
+
+
+# ---------------------------------------------------------------------- the zygote
+class Zygote:
+    """The agent's end of the zygote: asks it for sessions and learns how they ended."""
+
+    def __init__(self, agent: Agent) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                zygote_main(agent, theirs)
+            except BaseException:
+                traceback.print_exc()  # to the agent's stderr: the host keeps it to explain a failure
+            finally:
+                os._exit(1)
+        theirs.close()
+        self.pid = pid
+        self.sock = ours
+        self.exits: dict[int, int] = {}  # pid -> wait status, for sessions that ended
+
+    def spawn(self) -> Session:
+        """A new Python session, forked and ready to take code.
+
+        Raises:
+            OSError: The fork failed (e.g. out of processes) or the zygote is gone.
+        """
+        self.sock.send(b"F")
+        deadline = time.monotonic() + ZYGOTE_WAIT
+        while True:
+            kind, pid, value, fds = self.receive(deadline)
+            if kind == b"F":
+                return Session(pid, fds)
+            if kind == b"E":
+                raise OSError(value, "could not start a Python session: " + os.strerror(value))
+
+    def exit_status(self, pid: int) -> int | None:
+        """The wait status of session ``pid`` once the zygote reaped it, or None if that takes too long."""
+        deadline = time.monotonic() + EXIT_WAIT
+        while pid not in self.exits:
+            try:
+                self.receive(deadline)
+            except OSError:
+                return None
+        return self.exits.pop(pid)
+
+    def receive(self, deadline: float) -> tuple[bytes, int, int, list[int]]:
+        if not select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise OSError(errno.ETIMEDOUT, "the Python sessions' parent did not answer")
+        message, ancillary, _, _ = self.sock.recvmsg(ZYGOTE_RECORD.size, socket.CMSG_SPACE(4 * 4))
+        if not message:
+            raise OSError(errno.EPIPE, "the Python sessions' parent exited")
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        record, pid, value = ZYGOTE_RECORD.unpack(message)
+        if record == b"X":
+            self.exits[pid] = value
+        return record, pid, value, list(fds)
+
+
+def zygote_main(agent: Agent, sock: socket.socket) -> None:
+    """The zygote's loop: a session forked on each request, every ended one reaped and reported."""
+    quiet_stdio(keep=sock.fileno())
+    wake_r, wake_w = os.pipe()
+    set_nonblocking(wake_r)
+    set_nonblocking(wake_w)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    # The first run in a fresh interpreter costs ~0.5 ms more (compiler, encoder, allocator warming
+    # up): pay it here once, so that no session pays it.
+    exec(compile("pass", "<python>", "exec"), {})
+    json.dumps({"error": None, "broken": False})
+    gc.freeze()  # no session's collector touches (and so copies) the objects it shares with this process
+    while True:
+        ready = select.select([sock, wake_r], [], [])[0]
+        if wake_r in ready:
+            while read_available(wake_r):
+                pass
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                sock.send(ZYGOTE_RECORD.pack(b"X", pid, status))
+        if sock in ready:
+            if not sock.recv(16):
+                return
+            fork_session(agent, sock)
+
+
+def fork_session(agent: Agent, sock: socket.socket) -> None:
+    """Fork one session and send its pid and the agent's ends of its pipes over ``sock``."""
+    pipes: list[int] = []
+    try:
+        for _ in range(4):  # code in, replies out, stdout, stderr
+            pipes += os.pipe()
+        pid = os.fork()
+    except OSError as e:
+        for fd in pipes:
+            os.close(fd)
+        sock.send(ZYGOTE_RECORD.pack(b"E", 0, e.errno or errno.EAGAIN))
+        return
+    code_r, code_w, reply_r, reply_w, out_r, out_w, err_r, err_w = pipes
+    if pid == 0:
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.setsid()
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            close_all_but({0, 1, 2, code_r, reply_w})
+            agent.child_setup()
+            os.chdir(agent.workdir)
+            if "random" in sys.modules:  # a forked session would otherwise repeat its parent's sequence
+                sys.modules["random"].seed()
+            run_session(code_r, reply_w)
+        except BaseException:
+            traceback.print_exc()  # on the session's stderr: the next python call reports it
+        finally:
+            os._exit(127)
+    for fd in (code_r, reply_w, out_w, err_w):
+        os.close(fd)
+    ours = [code_w, reply_r, out_r, err_r]
+    sock.sendmsg([ZYGOTE_RECORD.pack(b"F", pid, 0)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", ours))])
+    for fd in ours:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------- the cleaner
+def writable_mounts() -> list[str]:
+    """Mount points that are writable and hold files: where code could leave something."""
+    found = set()
+    for point, options, fstype, superblock in mountinfo():
+        if "rw" in options and "ro" not in superblock and fstype not in PSEUDO_FS:
+            found.add(point)
+    return sorted(found)
+
+
+def walk(root: str, seen: set[str], limit: int) -> bool:
+    """Add every path under ``root`` (itself included) to ``seen``; False past ``limit`` entries."""
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        seen.add(path)
+        if len(seen) > limit:
+            return False
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                continue
+            with os.scandir(path) as entries:
+                stack += [e.path for e in entries]
+        except OSError:
+            continue  # unreadable here: the wipe checks whether code could have written in it
+    return True
+
+
+def read_proc(path: str) -> bytes:
+    """A /proc file's bytes (raw reads: no codec to look up in a freshly forked cleaner)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def field(status: bytes, name: bytes) -> bytes:
+    """The first word of a ``Name:`` line of /proc/PID/status."""
+    start = status.index(b"\n" + name + b":") + len(name) + 2
+    return status[start : status.index(b"\n", start)].split()[0]
+
+
+def processes_of(uid: int) -> tuple[list[int], list[int]]:
+    """Processes whose real uid is ``uid``, other than this one: (live ones, zombies)."""
+    me, live, zombies = os.getpid(), [], []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            status = read_proc(f"/proc/{entry}/status")
+        except OSError:
+            continue
+        if int(field(status, b"Uid")) == uid:
+            (zombies if field(status, b"State") in (b"Z", b"X") else live).append(int(entry))
+    return live, zombies
+
+
+def wait_for_exit(pids: list[int], deadline: float) -> None:
+    """Until one of ``pids`` ends (each one's pidfd), or ``deadline``; no sleeping loop."""
+    poller, fds = select.poll(), []
+    try:
+        for pid in pids:
+            try:
+                fds.append(os.pidfd_open(pid))  # type: ignore[attr-defined]
+            except ProcessLookupError:
+                return  # already gone
+            except (AttributeError, OSError):  # Python < 3.9 or Linux < 5.3
+                time.sleep(0.001)
+                return
+            poller.register(fds[-1], select.POLLIN)
+        poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def kill_everything(uid: int, deadline: float) -> str | None:
+    """Kill every process of ``uid`` (this one is ``uid`` already), wait until each is gone and reaped."""
+    while True:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # every process we may signal but ourselves, forks in flight included
+        live, zombies = processes_of(uid)
+        if not live and not zombies:
+            return None
+        if time.monotonic() >= deadline:
+            return f"processes survived: {(live + zombies)[:10]}"
+        if live:
+            wait_for_exit(live, deadline)
+        else:  # dead, and their parents (init, the zygote: both root) reap them within microseconds
+            time.sleep(0.0002)
+
+
+def ipc_ids(table: str) -> list[int]:
+    try:
+        lines = read_proc("/proc/sysvipc/" + table).splitlines()[1:]
+    except FileNotFoundError:
+        return []  # no SysV IPC in this kernel
+    return [int(line.split()[1]) for line in lines if line.strip()]
+
+
+def remove_ipc() -> str | None:
+    """Remove every SysV shared memory segment, message queue and semaphore set in the IPC namespace."""
+    remove = {"shm": lambda i: libc().shmctl(i, IPC_RMID, None), "msg": lambda i: libc().msgctl(i, IPC_RMID, None),
+              "sem": lambda i: libc().semctl(i, 0, IPC_RMID)}
+    left = []
+    for table, rm in remove.items():
+        for ident in ipc_ids(table):
+            rm(ident)
+        left += [f"{table} {i}" for i in ipc_ids(table)]
+    return f"IPC objects left: {left[:10]}" if left else None
+
+
+def reset_keyring(ring: int, probe: int, owned: bool, gid: int) -> str | None:
+    """Empty a keyring and undo what code may have set on it, or say what cannot be undone.
+
+    ``owned``: the keyring belongs to the code's uid (its user keyrings), which may then also have
+    changed its permissions and group; otherwise it is the agent's session keyring, which code
+    holds (and may fill, or put a timeout on) but does not own. ``probe`` is a keyring of ours,
+    linked and unlinked to find a restriction on what may be linked, which cannot be undone.
+    """
+    if owned:
+        keyctl(KEYCTL_SETPERM, ring, USER_KEYRING_PERM)  # fails if code took its own right to change it
+    keyctl(KEYCTL_SET_TIMEOUT, ring, 0)
+    keyctl(KEYCTL_CLEAR, ring)
+    try:
+        keyctl(KEYCTL_LINK, probe, ring)
+    except OSError as e:
+        return f"keyring {ring} is restricted ({e.strerror})"
+    keyctl(KEYCTL_UNLINK, probe, ring)
+    if owned:
+        description = ctypes.create_string_buffer(512)
+        keyctl(KEYCTL_DESCRIBE, ring, ctypes.addressof(description), ctypes.sizeof(description))
+        if int(description.value.split(b";")[2]) == gid:  # a new one's group is none (the owner may set its own)
+            return f"keyring {ring} was given the code's group"
+    return None
+
+
+def stray_keys(uid: int) -> list[str]:
+    """Keys of ``uid`` the kernel still lists, but for its own (empty) standard keyrings and our thread keyring."""
+    mine = (*(b"%s.%d: empty" % (name, uid) for name in (b"_uid", b"_uid_ses", b"_persistent")), b"_tid: ")
+    lines = read_proc("/proc/keys").splitlines()
+    stray = [line for line in lines if int(line.split()[5]) == uid and not line.split(None, 8)[8].startswith(mine)]
+    return [line.decode("utf-8", "replace") for line in stray]
+
+
+def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
+    """Empty the session keyring code shared and this uid's user, user-session and persistent
+    keyrings, undo what code set on them, and wait until the kernel has collected every key they
+    held (until then it still lists their descriptions; with no key left over there is no wait).
+
+    Where keyctl is refused (Docker's default seccomp profile) code cannot use keyrings either.
+    """
+    if os.uname().machine not in SYS_KEYCTL:
+        return "keyrings cannot be cleared on " + os.uname().machine
+    try:
+        probe = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_THREAD_KEYRING, 1)
+    except OSError as e:
+        return None if e.errno in (errno.EPERM, errno.ENOSYS) else f"keyrings: {e.strerror}"
+    try:
+        try:
+            keyctl(KEYCTL_CLEAR, keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_THREAD_KEYRING))
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+        session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1)
+        user = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)
+        user_session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 1)
+        problem = (reset_keyring(session, probe, False, gid) or reset_keyring(user, probe, True, gid)
+                   or reset_keyring(user_session, probe, True, gid))
+        if problem:
+            return problem
+    except OSError as e:
+        return f"keyrings: {e.strerror}"
+    while stray_keys(uid):  # unlinked keys are collected by a kernel worker within moments
+        if time.monotonic() >= deadline:
+            return f"keys left: {stray_keys(uid)[:3]}"
+        time.sleep(0.0005)
+    return None
+
+
+def writable_by(st: os.stat_result, uid: int, gid: int) -> bool:
+    if st.st_uid == uid:
+        return bool(st.st_mode & stat.S_IWUSR)
+    if st.st_gid == gid:
+        return bool(st.st_mode & stat.S_IWGRP)
+    return bool(st.st_mode & stat.S_IWOTH)
+
+
+def remove_tree(path: str, st: os.stat_result, problems: list[str]) -> None:
+    """Delete ``path`` and all under it, making our own directories searchable first."""
+    if not stat.S_ISDIR(st.st_mode):
+        try:
+            os.unlink(path)
+        except OSError as e:
+            problems.append(f"{path}: {e.strerror}")
+        return
+    try:
+        if st.st_mode & 0o700 != 0o700:
+            os.chmod(path, 0o700)
+        with os.scandir(path) as entries:
+            children = [(e.path, e.stat(follow_symlinks=False)) for e in entries]
+        for child, child_st in children:
+            remove_tree(child, child_st, problems)
+        os.rmdir(path)
+    except OSError as e:
+        problems.append(f"{path}: {e.strerror}")
+
+
+def scrub(path: str, baseline: set[str], problems: list[str]) -> None:
+    """Remove from directory ``path`` every entry that was not there at start, with all under it."""
+    try:
+        with os.scandir(path) as entries:
+            children = [(e.path, e.stat(follow_symlinks=False)) for e in entries]
+    except OSError as e:
+        problems.append(f"{path}: cannot be checked ({e.strerror})")
+        return
+    for child, st in children:
+        if child not in baseline:
+            remove_tree(child, st, problems)
+
+
+def clean(user: tuple[int, int], writable: list[str], baseline: set[str], deadline: float) -> str | None:
+    """Run in the cleaner: become the code's uid, remove all it left; None when all is gone, else why not.
+
+    ``writable`` are the directories the code's uid could write to at start; it cannot have made
+    any other writable (it owns none of them, and none of their parents), so whatever it left is in them.
+    """
+    uid, gid = user
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    problems = [p for p in (kill_everything(uid, deadline), remove_ipc(), clear_keyrings(uid, gid, deadline)) if p]
+    found: list[str] = []
+    for path in writable:
+        scrub(path, baseline, found)
+    problems += found[:10]
+    return "; ".join(problems) or None
+
+
 class Agent:
-    """Handles requests one at a time; owns the Python worker."""
+    """Handles requests one at a time; owns the Python session."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.cap = int(config.get("output_bytes", 65536))
@@ -174,12 +752,38 @@ class Agent:
         # [uid, gid] that user code runs as, when the agent itself runs as root (with only the
         # capabilities to switch user and to signal): then user code cannot kill the agent.
         self.user = config.get("user")
-        self.worker: subprocess.Popen[bytes] | None = None
-        self.worker_in = self.worker_out = -1
+        self.zygote: Zygote | None = None
+        self.worker: Session | None = None
+        self.baseline: set[str] = set()  # every entry of every writable mount, before any code ran
+        self.writable: list[str] = []  # the directories among them that code may write in
+        self.unwipeable: str | None = "code runs as the agent's own user" if not self.user else None
+
+    def take_baseline(self) -> None:
+        """Record what the writable mounts hold before any code runs: a wipe removes everything else.
+
+        Mounts come from ``/proc/self/mountinfo``, not from a list: any that is writable counts.
+        """
+        if self.unwipeable is not None:
+            return
+        for point in writable_mounts():
+            if not walk(point, self.baseline, BASELINE_LIMIT):
+                self.unwipeable = f"the writable mount {point} holds too much to check"
+                return
+        uid, gid = self.user
+        for path in sorted(self.baseline):
+            st = os.lstat(path)
+            if st.st_uid == uid or (stat.S_ISREG(st.st_mode) and writable_by(st, uid, gid)):
+                self.unwipeable = f"{path} belongs to the code's user from the start"  # it could mark it
+                return
+            if stat.S_ISDIR(st.st_mode) and writable_by(st, uid, gid):
+                if not st.st_mode & stat.S_ISVTX and any(p.startswith(path + "/") for p in self.baseline):
+                    self.unwipeable = f"code could delete or rename what {path} held from the start"
+                    return
+                self.writable.append(path)
 
     # ------------------------------------------------------------------ children
     def child_setup(self) -> None:
-        """Runs in each child between fork and exec: limits, and first in line for the OOM killer."""
+        """Runs in each child that runs code: limits, first in line for the OOM killer, the code's uid."""
         for name, value in self.rlimits.items():
             kind = getattr(resource, "RLIMIT_" + name)
             hard = resource.getrlimit(kind)[1]
@@ -208,10 +812,10 @@ class Agent:
             os.seteuid(0)
             os.setegid(0)
 
-    def spawn(self, argv: list[str], cwd: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+    def spawn(self, argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
             argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=self.child_setup, pass_fds=pass_fds,
+            start_new_session=True, preexec_fn=self.child_setup,
         )
         for stream in (proc.stdout, proc.stderr):
             set_nonblocking(stream.fileno())  # type: ignore[union-attr]
@@ -261,8 +865,9 @@ class Agent:
         Most snippets finish within a millisecond; waiting for the answer alone lets the worker's
         output sit in the pipes (64 KiB each) instead of waking the agent once per write.
         """
+        assert self.worker is not None
         wait = min(QUIET_WAIT, deadline - time.monotonic())
-        if wait <= 0 or not select.select([self.worker_out], [], [], wait)[0]:
+        if wait <= 0 or not select.select([self.worker.replies], [], [], wait)[0]:
             return None
         self.drain(streams)
         return "done"
@@ -300,10 +905,10 @@ class Agent:
             self.pump(streams, time.monotonic() + 1.0)
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
-        returncode = proc.wait()
+        code = proc.wait()
         timed_out = ended == "timeout"
         return {
-            "exit_code": EXIT_TIMED_OUT if timed_out else exit_status(returncode),
+            "exit_code": EXIT_TIMED_OUT if timed_out else exit_status(code),
             "stdout": out.text(), "stderr": err.text(),
             "timed_out": timed_out, "truncated": out.truncated or err.truncated,
         }
@@ -319,12 +924,12 @@ class Agent:
                         "timed_out": False, "truncated": False, "restarted": True}
         worker = self.worker
         assert worker is not None
-        streams = {worker.stdout.fileno(): out, worker.stderr.fileno(): err}  # type: ignore[union-attr]
+        streams = {worker.stdout: out, worker.stderr: err}
         code = req["code"].encode("utf-8")
         reply = None
         try:
             self.send_code(b"%010d" % len(code) + code, streams, deadline)
-            ended = self.wait_quietly(streams, deadline) or self.pump(streams, deadline, done_fd=self.worker_out)
+            ended = self.wait_quietly(streams, deadline) or self.pump(streams, deadline, done_fd=worker.replies)
             if ended == "done":
                 reply = self.read_reply(deadline)
         except OSError:
@@ -332,15 +937,20 @@ class Agent:
         error = reply["error"] if reply is not None else None
         restarted = reply is None or reply["broken"]
         if restarted:
-            returncode = self.stop_worker(streams)
+            status = self.stop_worker(streams)
             if reply is not None:
                 error = (error or "") + "the code closed the Python session's output; it was restarted\n"
             elif ended == "timeout":
                 seconds = float(req.get("timeout") or self.default_timeout)
                 error = f"TimeoutError: the code ran longer than {seconds:.3g} s; the session was restarted\n"
             else:
-                how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited ({returncode})"
-                hint = " (out of memory?)" if returncode == -signal.SIGKILL else ""
+                if status is None:
+                    how = "ended"
+                elif status < 0:
+                    how = f"was killed by signal {-status}"
+                else:
+                    how = f"exited ({status})"
+                hint = " (out of memory?)" if status == -signal.SIGKILL else ""
                 error = f"the Python session {how}{hint}; it was restarted\n"
             try:
                 self.start_worker()
@@ -363,6 +973,21 @@ class Agent:
                 f.write(base64.b64decode(req["data"]))
         return {}
 
+    def op_wipe(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Back to fresh: the cleaner removes all the code's user left, then a new session is forked."""
+        if self.worker is not None:
+            self.worker.close()  # the cleaner kills it with the rest
+            self.worker = None
+        problem = self.unwipeable or self.clean(self.call_deadline(req))
+        if problem is None:
+            assert self.zygote is not None
+            self.zygote.exits.clear()
+            try:
+                self.start_worker()
+            except OSError as e:
+                problem = str(e)
+        return {"clean": problem is None, "reason": problem or ""}
+
     def open_regular(self, path: str, flags: int) -> IO[bytes]:
         """Open a regular file only: a FIFO would block the agent and /dev/zero never ends."""
         fd = os.open(self.path(path), flags | os.O_NONBLOCK, 0o644)
@@ -372,54 +997,74 @@ class Agent:
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb" if flags == os.O_RDONLY else "wb")
 
-    # ------------------------------------------------------------------ the Python worker
+    # ------------------------------------------------------------------ sessions and wipes
     def start_worker(self) -> None:
-        to_worker, self.worker_in = os.pipe()
-        self.worker_out, from_worker = os.pipe()
-        try:
-            self.worker = self.spawn(
-                [sys.executable, "-u", "-c", WORKER, str(to_worker), str(from_worker)],
-                self.workdir, pass_fds=(to_worker, from_worker),
-            )
-        except OSError:
-            for fd in (self.worker_in, self.worker_out):
-                os.close(fd)
-            self.worker = None
-            raise
-        finally:
-            os.close(to_worker)
-            os.close(from_worker)
-        set_nonblocking(self.worker_in)
-        set_nonblocking(self.worker_out)
+        if self.zygote is None:
+            raise OSError(errno.ECHILD, "no parent for Python sessions")
+        self.worker = self.zygote.spawn()
 
-    def stop_worker(self, streams: dict[int, Capture]) -> int:
+    def stop_worker(self, streams: dict[int, Capture]) -> int | None:
+        """Kill the session's process group; its exit status (as ``returncode``) when the zygote reports it."""
         worker = self.worker
-        assert worker is not None
+        assert worker is not None and self.zygote is not None
         kill_group(worker.pid)
         self.pump(streams, time.monotonic() + 0.5)
-        for stream in (worker.stdout, worker.stderr):
-            stream.close()  # type: ignore[union-attr]
-        for fd in (self.worker_in, self.worker_out):
-            os.close(fd)
+        worker.close()
         self.worker = None
-        return worker.wait()
+        status = self.zygote.exit_status(worker.pid)
+        return None if status is None else returncode(status)
+
+    def clean(self, deadline: float) -> str | None:
+        """Fork the cleaner and wait for its verdict: None when clean, else what is left."""
+        assert self.user
+        verdict_r, verdict_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                close_all_but({2, verdict_w})
+                problem = clean(self.user, self.writable, self.baseline, deadline) or ""
+            except BaseException as e:
+                problem = f"the wipe failed: {type(e).__name__}: {e}"
+            try:
+                os.write(verdict_w, problem.encode("utf-8", "replace")[:4000] or b"-")
+            finally:
+                os._exit(0)
+        os.close(verdict_w)
+        verdict = b""
+        try:
+            while select.select([verdict_r], [], [], max(0.0, deadline + 1.0 - time.monotonic()))[0]:
+                chunk = os.read(verdict_r, 4096)
+                if not chunk:
+                    break
+                verdict += chunk
+        finally:
+            os.close(verdict_r)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # overdue (or already done: then a no-op on its zombie)
+            os.waitpid(pid, 0)
+        if not verdict:
+            return "the wipe did not finish in time"
+        return None if verdict == b"-" else verdict.decode("utf-8", "replace")
 
     def send_code(self, frame: bytes, streams: dict[int, Capture], deadline: float) -> None:
         """Write the request, reading output meanwhile so a chatty worker cannot deadlock us."""
+        assert self.worker is not None
         view = memoryview(frame)
         while view:
             if time.monotonic() >= deadline:
                 raise OSError("timed out sending code")
             try:
-                view = view[os.write(self.worker_in, view):]
+                view = view[os.write(self.worker.code_in, view):]
             except BlockingIOError:
                 self.pump(dict(streams), min(deadline, time.monotonic() + 0.01))
 
     def read_reply(self, deadline: float) -> dict[str, Any] | None:
         """The worker's reply after a run (``error``, ``broken``), or None if the worker died."""
+        assert self.worker is not None
+        fd = self.worker.replies
         data = b""
         while True:
-            chunk = read_available(self.worker_out)
+            chunk = read_available(fd)
             if chunk == b"":
                 return None
             if chunk:
@@ -430,7 +1075,7 @@ class Agent:
                 continue
             if time.monotonic() >= deadline:
                 return None
-            select.select([self.worker_out], [], [], max(0.0, deadline - time.monotonic()))
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------ plumbing
     def call_deadline(self, req: dict[str, Any]) -> float:
@@ -479,16 +1124,26 @@ def connect(path: str) -> socket.socket:
 
 def main() -> None:
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    if config.get("jail"):
+        jail(config["jail"])
+        if config.get("probe"):  # the host only asked whether the jail can be made here
+            return
     channel = connect(config["socket"]) if config.get("socket") else None
     requests, replies = (channel.fileno(), channel.fileno()) if channel else (0, 1)
     agent = Agent(config)
     if agent.user:
         os.setgroups([])
-    if config.get("cpus"):  # no CPU quota on this backend: the nearest thing is fewer cores
-        cores = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, cores[: max(1, math.ceil(config["cpus"]))])
+    # No privilege gain through setuid files for anything started from here.
+    checked(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl")
+    new_session_keyring()
+    if config.get("cores"):  # no CPU quota on this backend: the nearest thing is a few cores of its own
+        os.sched_setaffinity(0, config["cores"])
     os.makedirs(agent.workdir, exist_ok=True)
+    if agent.user:  # root's, sticky and world-writable like /tmp: code owns nothing here it could mark
+        os.chmod(agent.workdir, 0o1777)
     os.chdir(agent.workdir)
+    agent.take_baseline()
+    agent.zygote = Zygote(agent)  # before any request: its memory holds nothing a request brought
     try:
         agent.start_worker()
     except OSError:

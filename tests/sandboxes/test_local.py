@@ -1,9 +1,11 @@
-"""The local backend: close() leaves no process behind, and on a machine without bubblewrap there
-are still rlimits, an empty environment, a private working directory and a warning; only file and
-network isolation are missing."""
+"""The local backend: close() leaves no process behind; without bubblewrap each sandbox still has
+private writable places (its own namespaces where the kernel allows them, else a working directory
+that is also HOME and TMPDIR) and a warning that says how to install bubblewrap; sandboxes spread
+over the cores agentgym may use."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -25,22 +27,82 @@ async def test_close_kills_detached_processes() -> None:
     assert living_processes(box._uid) == []
 
 
-async def test_runs_without_bubblewrap(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+@pytest.fixture
+def no_bubblewrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine without bubblewrap (the README's first command on a fresh machine)."""
     monkeypatch.setattr(local, "bubblewrap", lambda: None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-agentgym-test-must-not-leak")
+    local._warn_no_bubblewrap.cache_clear()
     local._warn_unjailed.cache_clear()
+
+
+PRIVATE = """
+import os, socket, tempfile
+open("/tmp/job.json", "w").write({mine!r})
+open("report.json", "w").write({mine!r})
+try:
+    open("/var/tmp/agentgym-escape", "w").write("x")
+    escaped = True
+except OSError:
+    escaped = False
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    online = True
+except OSError:
+    online = False
+processes = [p for p in os.listdir("/proc") if p.isdigit()]
+print(open("/tmp/job.json").read(), sorted(os.listdir("/tmp")), escaped, online, len(processes) < 10)
+"""
+
+
+async def test_without_bubblewrap_sandboxes_get_namespaces_of_their_own(
+    no_bubblewrap: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    if not local.namespaces():
+        pytest.skip("this machine lets no process make namespaces (needs root or user namespaces)")
+    with caplog.at_level(logging.WARNING):
+        boxes = await asyncio.gather(local.create(SMALL), local.create(SMALL))
+    assert "install bubblewrap" in caplog.text and "read the host's files" in caplog.text
+    workdirs = [box._workdir for box in boxes]
+    try:
+        for name, box in zip("ab", boxes, strict=True):
+            result = await box.run_python(PRIVATE.format(mine=name))
+            # Its own /tmp (nothing of the host's, nor of the other sandbox), no writing elsewhere,
+            # no network, and only its own processes in /proc.
+            assert result.output == f"{name} ['job.json'] False False True\n", result
+            assert (await box.read_file("/tmp/job.json")) == name.encode()
+            env = await box.exec("env; pwd; hostname")
+            assert "sk-agentgym" not in env.stdout and env.stdout.endswith(f"{box._workdir}\nsandbox\n")
+        host = Path("/tmp/job.json")  # the fixed path the code env once used: the host's stays untouched
+        assert not host.exists() or host.read_text() not in ("a", "b")  # noqa: ASYNC240 - a stat
+        assert not Path("/var/tmp/agentgym-escape").exists()  # noqa: ASYNC240
+        assert all(not Path(w, "report.json").exists() for w in workdirs if w)  # noqa: ASYNC240
+    finally:
+        await asyncio.gather(*(box.close() for box in boxes))
+    assert not any(Path(w).exists() for w in workdirs if w)  # noqa: ASYNC240 - a stat
+    for box in boxes:
+        if box._uid is not None:
+            assert living_processes(box._uid) == []
+
+
+async def test_without_namespaces_the_working_directory_is_home_and_tmpdir(
+    no_bubblewrap: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(local, "namespaces", lambda: False)
     with caplog.at_level(logging.WARNING):
         box = await local.create(SMALL)
-    assert "no network or file isolation" in caplog.text
+    assert "no network or file isolation" in caplog.text and "apt-get install bubblewrap" in caplog.text
     workdir = box._workdir
-    assert workdir is not None and (await box.exec("pwd")).stdout == workdir + "\n"
+    assert workdir is not None and not box.recyclable
     try:
         await box.run_python("x = 2")
         assert (await box.run_python("print(x * 21)")).output == "42\n"
-        env = await box.exec("env; pwd")
-        assert "sk-agentgym" not in env.stdout and env.stdout.endswith(workdir + "\n")
+        places = await box.run_python(
+            "import os, tempfile\nprint(os.getcwd(), os.environ['HOME'], tempfile.gettempdir())"
+        )
+        assert places.output == f"{workdir} {workdir} {workdir}\n"
+        env = await box.exec("env")
+        assert "sk-agentgym" not in env.stdout
         limits = await box.exec("ulimit -c; ulimit -v")
         assert limits.stdout.split() == ["0", str(SMALL.memory_mb * 1024)]
         if os.geteuid() == 0:
@@ -51,6 +113,21 @@ async def test_runs_without_bubblewrap(
     assert not Path(workdir).exists()  # noqa: ASYNC240 - a stat
     if box._uid is not None:
         assert living_processes(box._uid) == []
+
+
+async def test_sandboxes_spread_over_the_allowed_cores() -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    boxes = await asyncio.gather(*(local.create(SMALL) for _ in allowed[:4]))
+    try:
+        cores = set()
+        for box in boxes:
+            result = await box.run_python("import os\nprint(sorted(os.sched_getaffinity(0)))")
+            mine = eval(result.output)
+            assert len(mine) == 1  # cpus=1: one core of its own
+            cores.update(mine)
+        assert cores == set(allowed[:4])
+    finally:
+        await asyncio.gather(*(box.close() for box in boxes))
 
 
 def living_processes(uid: int) -> list[str]:

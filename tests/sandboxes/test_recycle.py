@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from agentgym.sandboxes.pool import SandboxPool
+from agentgym import Env, Reward, Task
+from agentgym.sandboxes import pool as pool_module
+from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools
 from tests.sandboxes.conftest import SMALL
 
 LEFTOVERS = """
@@ -96,32 +98,113 @@ async def test_a_pool_that_does_not_recycle_destroys(backend: str) -> None:
         await pool.shutdown()
 
 
-async def test_a_recycling_pool_counts_lent_sandboxes_and_starts_no_twins() -> None:
+async def test_a_recycling_pool_keeps_one_spare_beyond_those_lent_and_no_twins() -> None:
     pool = SandboxPool("local", "python", SMALL, size=2, max_size=4)
     try:
         await pool.fill()
         lent = [await pool.acquire(), await pool.acquire()]
-        await asyncio.sleep(0.3)
-        assert pool.ready == 0 and pool._starting == 0  # both will come back: nothing new is started
+        assert pool._starting == 1  # one spare for the next caller, not one per lent sandbox
+        await ready(pool, 1)
         await asyncio.gather(*(box.close() for box in lent))
-        await ready(pool, 2)
-        assert {box.id for box in pool._ready} == {box.id for box in lent}
+        await ready(pool, 3)
+        assert {box.id for box in lent} <= {box.id for box in pool._ready}
         gone = await pool.acquire()
-        await gone.destroy()  # destroyed, not closed: it will not come back, so one is started
-        await ready(pool, 2)
-        assert pool.ready == 2 and gone.id not in {box.id for box in pool._ready}
+        await gone.destroy()  # destroyed, not closed: two ready ones remain, enough for size 2
+        assert pool.ready == 2 and pool._starting == 0 and gone.id not in {box.id for box in pool._ready}
+    finally:
+        await pool.shutdown()
+
+
+async def test_the_next_caller_does_not_wait_for_the_wipe_of_the_last() -> None:
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
+    try:
+        await pool.fill()
+        first = await pool.acquire()
+        await ready(pool, 1)  # the spare a lent sandbox brings
+        await first.close()  # now being wiped
+        second = await pool.acquire()
+        assert second.id != first.id and pool._wiping == 1
+        assert (await second.run_python("print(2)")).output == "2\n"
+        await second.close()
+    finally:
+        await pool.shutdown()
+
+
+class Scratch(Env):
+    """An env whose episodes only need a sandbox."""
+
+    sandbox_image = "python"
+
+    def tasks(self) -> list[Task]:
+        return [Task(id="t", prompt="anything")]
+
+    async def score(self) -> Reward:
+        return Reward(value=0.0)
+
+
+async def test_an_env_reset_does_not_wait_for_the_last_episodes_wipe() -> None:
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
+    env = Scratch(sandbox=pool)
+    try:
+        await pool.fill()
+        await env.reset()
+        first = env.sandbox
+        await ready(pool, 1)
+        await env.reset()  # closes the first (wiped in the background) and takes the spare
+        assert env.sandbox.id != first.id
+        assert (await env.sandbox.exec("echo fine")).stdout == "fine\n"
+    finally:
+        await env.close()
+        await pool.shutdown()
+
+
+async def test_a_cold_acquire_on_a_pool_of_one_starts_no_spare_and_recycles() -> None:
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=1)
+    try:
+        box = await pool.acquire()
+        assert pool._starting == 0 and pool.ready == 0  # the pool is full: the lent one is all it keeps
+        await box.close()
+        assert await _returned(pool, box.id), "the only sandbox was destroyed instead of recycled"
     finally:
         await pool.shutdown()
 
 
 async def test_a_caller_waits_for_a_sandbox_being_wiped_rather_than_starting_one() -> None:
-    pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=1)
     try:
         await pool.fill()
         box = await pool.acquire()
-        await box.close()  # now being wiped
+        await box.close()  # now being wiped; the pool has no room for a spare
         again = await pool.acquire()  # the pool is empty, but one is on its way back
         assert again.id == box.id and pool._cold == 0 and pool.size == 1
         await again.close()
+    finally:
+        await pool.shutdown()
+
+
+async def test_verifier_sandboxes_are_never_lent_to_a_model() -> None:
+    limits = SMALL.model_copy(update={"exec_timeout": 19})  # shared pools of their own for this test
+    try:
+        verifier = await acquire("local", limits=limits, verifier=True)
+        await verifier.write_file("hidden_tests.py", "assert f(1) == 2")
+        await verifier.close()
+        loop = asyncio.get_running_loop()
+        verifiers = pool_module._shared[loop][("local", "python", limits, True)]
+        assert await _returned(verifiers, verifier.id), "a closed verifier sandbox should be wiped and kept"
+        models = [await acquire("local", limits=limits) for _ in range(3)]
+        spares = pool_module._shared[loop][("local", "python", limits, False)]._ready
+        assert verifier.id not in {box.id for box in models} | {box.id for box in spares}
+        await asyncio.gather(*(box.close() for box in models))
+    finally:
+        await shutdown_pools()
+
+
+async def test_a_verifier_sandbox_from_a_provider_is_destroyed_on_close() -> None:
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=2)
+    try:
+        box = await acquire(pool, verifier=True)
+        await box.close()
+        assert not await box.is_alive()
+        assert box.id not in {spare.id for spare in pool._ready}
     finally:
         await pool.shutdown()
