@@ -440,7 +440,8 @@ def zygote_main(agent: Agent, sock: socket.socket) -> None:
     json.dumps({"error": None, "broken": False})
     gc.freeze()  # no session's collector touches (and so copies) the objects it shares with this process
     while True:
-        ready = select.select([sock, wake_r], [], [])[0]
+        watched: list[Any] = [sock, wake_r]
+        ready = select.select(watched, [], [])[0]
         if wake_r in ready:
             while read_available(wake_r):
                 pass
@@ -528,7 +529,7 @@ def read_proc(path: str) -> bytes:
     """A /proc file's bytes (raw reads: no codec to look up in a freshly forked cleaner)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, READ_CHUNK)
             if not chunk:
@@ -546,7 +547,9 @@ def field(status: bytes, name: bytes) -> bytes:
 
 def processes_of(uid: int) -> tuple[list[int], list[int]]:
     """Processes whose real uid is ``uid``, other than this one: (live ones, zombies)."""
-    me, live, zombies = os.getpid(), [], []
+    me = os.getpid()
+    live: list[int] = []
+    zombies: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -769,6 +772,7 @@ class Agent:
             if not walk(point, self.baseline, BASELINE_LIMIT):
                 self.unwipeable = f"the writable mount {point} holds too much to check"
                 return
+        assert self.user is not None  # no user makes the sandbox unwipeable, which returned above
         uid, gid = self.user
         for path in sorted(self.baseline):
             st = os.lstat(path)
