@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentgym import Env, Reward, Task
+from agentgym import Env, Task
 from agentgym.sandboxes import pool as pool_module
 from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools
 from tests.sandboxes.conftest import SMALL
@@ -138,13 +138,10 @@ class Scratch(Env):
     def tasks(self) -> list[Task]:
         return [Task(id="t", prompt="anything")]
 
-    async def score(self) -> Reward:
-        return Reward(value=0.0)
-
 
 async def test_an_env_reset_does_not_wait_for_the_last_episodes_wipe() -> None:
     pool = SandboxPool("local", "python", SMALL, size=1, max_size=4)
-    env = Scratch(sandbox=pool)
+    env = Scratch(sandbox_backend=pool)
     try:
         await pool.fill()
         await env.reset()
