@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from typing import Any
 
@@ -200,8 +202,12 @@ async def test_a_simulated_user_played_by_an_llm_answers_text_replies() -> None:
 
 async def test_a_judge_is_a_verifier_too() -> None:
     def grader(request: dict[str, Any]) -> dict[str, Any]:
+        """Full marks when the fenced answer is 42; the verdict names the grading's block id, as it must."""
         graded = request["messages"][-1]["content"]
-        return completion('{"reasoning": "ok", "score": 1}' if "<response>\n42\n" in graded else '{"score": 0}')
+        block = re.search(r"^<response-(\w+)>\n(.*?)\n</response-\1>$", graded, re.DOTALL | re.MULTILINE)
+        assert block is not None, graded
+        answer = json.loads(block.group(2))["response"]
+        return completion(json.dumps({"id": block.group(1), "reasoning": "ok", "score": int(answer == "42")}))
 
     with FakeOpenAI(grader) as server:
         env = Chat(verifier=LLMJudge("openai/fake-judge", api_base=server.base_url, api_key="sk-test"))
