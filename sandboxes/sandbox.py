@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 # Host-side slack on top of a call's own timeout: the agent needs a moment to kill and drain.
 GRACE_SECONDS = 5.0
+WALL_CLOCK_SLACK = 1.0
+"""Seconds the agent's wall clock may lead ``started`` by: it starts counting before this object exists,
+so an agent lost this close to the deadline ran out of wall time."""
 PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 RECYCLE_TIMEOUT = 10.0
@@ -255,7 +258,8 @@ class AgentSandbox:
         try:
             return await self.client.call(op, seconds + GRACE_SECONDS, **args)
         except SandboxError as e:
-            if isinstance(e, SandboxTimeout) or time.monotonic() - self.started < self.limits.wall_seconds:
+            elapsed = time.monotonic() - self.started
+            if isinstance(e, SandboxTimeout) or elapsed < self.limits.wall_seconds - WALL_CLOCK_SLACK:
                 raise
             wall = self.limits.wall_seconds
             raise SandboxTimeout(f"sandbox {self.id} ran out of its {wall:g} s wall time") from e
