@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.errors import DataError
-from agentgym.types import Message, Trajectory, iter_jsonl
+from agentgym.types import Message, Trajectory, iter_jsonl, write_jsonl
 
 Format = Literal["datasets", "parquet", "jsonl"]
 DERIVED = ("success", "num_turns", "prompt_tokens", "completion_tokens", "cost_usd")
@@ -156,11 +156,13 @@ def write(trajectories: list[Trajectory], dest: str | Path, to: Format) -> Path:
     out = Path(dest)
     if to == "jsonl":
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", encoding="utf-8") as f:
-            for t in trajectories:
-                f.write(t.model_dump_json() + "\n")
+        write_jsonl(out, trajectories)
         return out
-    dataset = to_dataset(trajectories)
+    return _save(to_dataset(trajectories), out, to)
+
+
+def _save(dataset: Any, out: Path, to: Format) -> Path:
+    """A ``datasets.Dataset`` as a ``save_to_disk`` folder or a parquet file at ``out``."""
     if to == "datasets":
         dataset.save_to_disk(str(out))
     else:
@@ -222,10 +224,4 @@ def write_sft(rows: list[dict[str, Any]], dest: str | Path, to: Format) -> Path:
         return out
     from datasets import Dataset
 
-    dataset = Dataset.from_list(rows)
-    if to == "datasets":
-        dataset.save_to_disk(str(out))
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        dataset.to_parquet(str(out))
-    return out
+    return _save(Dataset.from_list(rows), out, to)
