@@ -55,12 +55,9 @@ class SimulatedUser:
 
     def __init__(self, policy: str | Policy, *, instructions: Callable[[Task], str] = default_instructions,
                  prompt: str = USER_PROMPT, stop: str = STOP, **options: Any) -> None:
-        if isinstance(policy, str):
-            from agentgym.policies.litellm import LiteLLMPolicy
+        from agentgym.policies.litellm import as_policy
 
-            self.policy: Policy = LiteLLMPolicy(policy, **options)
-        else:
-            self.policy = policy
+        self.policy: Policy = as_policy(policy, **options)
         self.instructions = instructions
         self.prompt = prompt
         self.stop = stop

@@ -82,12 +82,9 @@ class LanguageFeedback:
     def __init__(self, model: str | Policy, *, tries: int = 3, threshold: float = 1.0, prompt: str = FEEDBACK_PROMPT,
                  report_chars: int = 4000, **options: Any) -> None:
         _check_tries(tries)
-        if isinstance(model, str):
-            from agentgym.policies.litellm import LiteLLMPolicy
+        from agentgym.policies.litellm import as_policy
 
-            self.policy: Policy = LiteLLMPolicy(model, **options)
-        else:
-            self.policy = model
+        self.policy: Policy = as_policy(model, **options)
         self.tries = tries
         self.threshold = threshold
         self.prompt = prompt

@@ -28,7 +28,7 @@ from tenacity import (
 
 from agentgym.errors import PolicyError
 from agentgym.llm import litellm_module
-from agentgym.policies.base import Reply
+from agentgym.policies.base import Policy, Reply
 from agentgym.types import Message, Task, ToolCall, ToolSpec, Usage
 
 #: Retried statuses: rate limits and server trouble, plus the request timeout and conflict that the
@@ -237,3 +237,8 @@ def _usage(litellm: Any, response: Any, retries: int) -> Usage:
         cost_usd=cost,
         retries=retries,
     )
+
+
+def as_policy(model: str | Policy, **options: Any) -> Policy:
+    """``model`` itself when it is a policy; else a :class:`LiteLLMPolicy` for that model string with ``options``."""
+    return LiteLLMPolicy(model, **options) if isinstance(model, str) else model
