@@ -25,13 +25,16 @@ import functools
 import logging
 import time
 import weakref
-from collections.abc import Coroutine
-from typing import Any, Protocol
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.base import Limits, Sandbox
 from agentgym.sandboxes.sandbox import AgentSandbox
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.hosts import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +64,10 @@ async def resolve_backend(backend: str) -> str:
     return backend
 
 
-async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
+async def start(backend: str, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None) -> AgentSandbox:
     """Create one sandbox now, with no pool (``backend`` already resolved).
+
+    A Docker sandbox goes to the least loaded of ``hosts`` (default: the configured endpoints).
 
     A caller cancelled mid-start does not leak: the start finishes and its sandbox is closed.
 
@@ -73,7 +78,7 @@ async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
     if backend == "docker":
         from agentgym.sandboxes import docker
 
-        creating = asyncio.ensure_future(docker.create(image, limits))
+        creating = asyncio.ensure_future(docker.create(image, limits, hosts))
     else:
         from agentgym.sandboxes import local
 
@@ -120,13 +125,16 @@ class SandboxPool:
             (default: ``size``).
         recycle: Wipe and reuse closed sandboxes (see above); ``False`` destroys each one after a
             single use.
+        hosts: Docker endpoints to spread sandboxes over, each up to its capacity (default: the
+            process's configured ones, see :mod:`~agentgym.sandboxes.hosts`).
     """
 
     def __init__(
         self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
-        *, max_size: int | None = None, recycle: bool = True,
+        *, max_size: int | None = None, recycle: bool = True, hosts: Sequence[Endpoint] | None = None,
     ) -> None:
         self.backend = backend
+        self.hosts = tuple(hosts) if hosts is not None else None
         self.image = image
         self.limits = limits or Limits()
         self.size = size
@@ -255,7 +263,7 @@ class SandboxPool:
         if self._gate is None:
             self._gate = asyncio.Semaphore(PARALLEL_STARTS)
         async with self._gate:
-            return await start(self.backend, self.image, self.limits)
+            return await start(self.backend, self.image, self.limits, self.hosts)
 
     def _refill(self) -> None:
         # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep,
