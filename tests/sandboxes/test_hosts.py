@@ -1,6 +1,6 @@
 """Sandboxes on other Docker engines: endpoints, spreading by capacity, images copied, reaping and pruning per engine.
 
-The docker tests start a second engine on this machine (``tests/dockerd.py``: its own socket, data
+The docker tests start a second engine on this machine (``agentgym/testing/dockerd.py``: its own socket, data
 root and exec root, plus a mutual-TLS tcp listener) and never prune the shared one.
 """
 
@@ -23,8 +23,8 @@ from agentgym.errors import SandboxError
 from agentgym.sandboxes import SandboxPool, builder, engine, hosts, reaper
 from agentgym.sandboxes.docker import create
 from agentgym.sandboxes.hosts import Endpoint
+from agentgym.testing.dockerd import Engine, second_engine
 from tests.conftest import docker_or_skip
-from tests.dockerd import Engine, second_engine
 from tests.sandboxes.conftest import SMALL
 from tests.sandboxes.test_leaks import dead_pid
 
@@ -142,8 +142,8 @@ async def test_a_tls_endpoint_uses_the_attach_stream(second: Engine) -> None:
     async with await create("python", SMALL, [second.tcp]) as box:
         assert box.client.protocol.multiplexed  # not local: the attach stream, over TLS
         assert (await box.run_python("x = 6 * 7\nprint(x)")).output == "42\n"
-        assert (await box.exec("echo out; echo err >&2; exit 3")).model_dump(include={"exit_code", "stdout", "stderr"}) \
-            == {"exit_code": 3, "stdout": "out\n", "stderr": "err\n"}
+        result = await box.exec("echo out; echo err >&2; exit 3")
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
         await box.write_file("big.bin", os.urandom(1 << 20))
         assert len(await box.read_file("big.bin")) == 1 << 20
         assert on_engine(second.unix, box.id)

@@ -1,13 +1,17 @@
-"""A second Docker engine on this machine, started and removed by a test: its own socket, data root and exec root.
+"""A second Docker engine on this machine for a test or benchmark: its own socket, data root and exec root.
 
 The shared engine at ``/var/run/docker.sock`` serves every other test (and other people's runs) and is
-never touched. :func:`second_engine` starts ``dockerd`` with no bridge and no iptables rules, listening on
-a unix socket and, with ``tls=True``, also on ``tcp://127.0.0.1:PORT`` with mutual TLS (certificates made
-here with ``cryptography``). Stopping it stops its containers; its directory is then removed.
+never touched. :func:`second_engine` starts ``dockerd`` listening on a unix socket and, with
+``tls=True``, also on ``tcp://127.0.0.1:PORT`` with mutual TLS (certificates made here with
+``cryptography``), with no iptables rules and a bridge of its own (a new interface on an unused
+``10.x.y.0/24``, deleted afterwards). Not ``--bridge none``: a daemon started so deletes the host's
+``docker0``, which the shared engine's networked containers need. Stopping it stops its containers;
+its directory is then removed.
 
-Other suites that need an engine they may stop or restart (a fault suite) can use it too::
+Needs root and ``dockerd`` on the PATH. Suites that need an engine they may stop or restart (a fault
+suite) use it too::
 
-    from tests.dockerd import second_engine
+    from agentgym.testing.dockerd import second_engine
 
     with second_engine() as engine:
         ...  # engine.unix, engine.tcp (an Endpoint), engine.stop(), engine.start()
@@ -19,6 +23,7 @@ import contextlib
 import datetime
 import ipaddress
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -37,8 +42,9 @@ STOP_SECONDS = 60
 class Engine:
     """One extra ``dockerd`` under ``root``: ``unix`` is its socket endpoint, ``tcp`` its TLS one (or None)."""
 
-    def __init__(self, root: Path, tls: bool) -> None:
+    def __init__(self, root: Path, tls: bool, bridge: str) -> None:
         self.root = root
+        self.bridge = bridge
         self.log = root / "dockerd.log"
         self.unix = Endpoint(f"unix://{root}/d.sock")
         self.tcp: Endpoint | None = None
@@ -53,7 +59,7 @@ class Engine:
         command = [
             "dockerd", "--host", self.unix.url, "--data-root", str(self.root / "data"),
             "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "d.pid"),
-            "--bridge", "none", "--iptables=false", "--ip-masq=false", "--ip-forward=false",
+            "--bridge", self.bridge, "--iptables=false", "--ip-masq=false", "--ip-forward=false",
         ]
         if self.tcp is not None:
             server = self.root / "certs" / "server"
@@ -92,14 +98,30 @@ class Engine:
 def second_engine(*, tls: bool = False) -> Iterator[Engine]:
     """A running extra engine for the block; stopped and its directory removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="agentgym-dockerd-"))  # short: a socket path has 108 bytes at most
-    engine = Engine(root, tls)
+    bridge = _make_bridge()
+    engine = Engine(root, tls, bridge)
     try:
         engine.start()
         yield engine
     finally:
         engine.stop()
+        subprocess.run(["ip", "link", "delete", bridge], check=False, capture_output=True)
         _unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _make_bridge() -> str:
+    """A new bridge interface with an address on a 10.x.y.0/24 no route uses yet; its name."""
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=True).stdout
+    name = f"agbr{secrets.token_hex(3)}"
+    while True:
+        net = f"10.{secrets.randbelow(200) + 50}.{secrets.randbelow(250)}"
+        if f"{net}." not in routes:
+            break
+    subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True, capture_output=True)
+    subprocess.run(["ip", "addr", "add", f"{net}.1/24", "dev", name], check=True, capture_output=True)
+    subprocess.run(["ip", "link", "set", name, "up"], check=True, capture_output=True)
+    return name
 
 
 def _unmount_under(root: Path) -> None:
@@ -127,7 +149,7 @@ def make_certificates(folder: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def name(common: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
