@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 from pathlib import Path
@@ -76,10 +77,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from agentgym.registry import env_class
 
     _import_modules(args.imports)
-    if args.docker_hosts:
+    if args.docker_hosts:  # through the environment, so that worker processes see them too
         from agentgym.sandboxes import hosts
 
-        hosts.configure(args.docker_hosts)
+        os.environ[hosts.ENV_VAR] = ",".join(map(str, args.docker_hosts))
     cls = env_class(args.env)
     env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
     if args.max_turns is not None:

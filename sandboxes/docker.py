@@ -82,12 +82,14 @@ def _destroy(container_id: str, rundir: str | None, endpoint: Endpoint, slot: ho
 
 
 async def create(
-    image: str = "python", limits: Limits | None = None, hosts_: Sequence[Endpoint] | None = None
+    image: str = "python", limits: Limits | None = None, hosts_: Sequence[Endpoint] | None = None,
+    *, place_seconds: float = hosts.PLACE_SECONDS,
 ) -> DockerSandbox:
     """Start a container sandbox from ``image`` (a recipe name or an image reference).
 
     The container goes to the least loaded of ``hosts_`` (default: the process's configured
-    endpoints, see :mod:`~agentgym.sandboxes.hosts`), waiting for a place when all are full.
+    endpoints, see :mod:`~agentgym.sandboxes.hosts`), waiting up to ``place_seconds`` for a place
+    when all are full (an idle pool spare gives its place up).
     Makes sure the image is on that engine on first use there (copied from another engine that
     has it, else built: about a minute) and reaps leaked containers on the first call per engine.
     Requests go over a direct unix socket when the engine is local
@@ -98,7 +100,7 @@ async def create(
         SandboxError: No engine, the image cannot be had, no place within a minute, or the agent does not start.
     """
     limits = limits or Limits()
-    slot = await hosts.place(hosts_ or hosts.configured())
+    slot = await hosts.place(hosts_ or hosts.configured(), place_seconds)
     try:
         return await _create_on(slot, image, limits)
     except BaseException:

@@ -11,9 +11,11 @@ by default). TLS follows Docker's own variables for every ``tcp://`` endpoint gi
 ``key.pem`` from ``DOCKER_CERT_PATH`` (default ``~/.docker``).
 
 Each new sandbox goes to the endpoint with the lowest share of its capacity in use once it is
-added (so capacities 3 and 1 take sandboxes 3 to 1), and a start that finds every endpoint full
-waits for a free place. Counts are this process's own: processes sharing engines divide their
-capacities between them.
+added (so capacities 3 and 1 take sandboxes 3 to 1). Idle spares must not starve callers: a spare
+is only started where there is room (:func:`place` with no wait), and a caller who finds every
+endpoint full asks the pools (registered with :func:`add_holder`) to give up an idle spare there,
+then waits for the place it frees. Counts are this process's own: processes sharing engines divide
+their capacities between them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import dataclasses
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from agentgym.errors import SandboxError
@@ -165,6 +169,26 @@ def _checked(endpoints: list[Endpoint]) -> tuple[Endpoint, ...]:
     return tuple(endpoints)
 
 
+class EndpointsFull(SandboxError):
+    """Every endpoint a sandbox may go to holds its capacity."""
+
+
+class Holder(Protocol):
+    """Something that keeps idle sandboxes (a pool) and can give one up to free its place."""
+
+    def reclaim(self, endpoints: Sequence[Endpoint]) -> bool:
+        """Destroy one idle sandbox on one of ``endpoints``; whether there was one."""
+        ...
+
+
+_holders: weakref.WeakSet[Holder] = weakref.WeakSet()  # type: ignore[type-var]
+
+
+def add_holder(holder: Holder) -> None:
+    """Let callers who find every endpoint full take ``holder``'s idle sandboxes' places."""
+    _holders.add(holder)
+
+
 # ---------------------------------------------------------------------------------------- placement
 _live: collections.Counter[Endpoint] = collections.Counter()
 _lock = threading.Lock()  # released from finalizers, which may run on any thread
@@ -209,15 +233,18 @@ def take(endpoints: Sequence[Endpoint]) -> Slot | None:
 
 
 async def place(endpoints: Sequence[Endpoint], seconds: float = PLACE_SECONDS) -> Slot:
-    """:func:`take`, waiting up to ``seconds`` for a place when every endpoint is full.
+    """:func:`take`, or when every endpoint is full, have a holder give up an idle sandbox and wait up to ``seconds``.
 
     Raises:
-        SandboxError: Still full after ``seconds``; the message gives each endpoint's count.
+        EndpointsFull: Still full after ``seconds``; the message gives each endpoint's count.
     """
     deadline = time.monotonic() + seconds
+    asked = False
     while (slot := take(endpoints)) is None:
         if time.monotonic() >= deadline:
             load = ", ".join(f"{e.url} {live(e)}/{e.capacity}" for e in endpoints)
-            raise SandboxError(f"every Docker endpoint is full ({load}): raise a capacity or add an endpoint")
+            raise EndpointsFull(f"every Docker endpoint is full ({load}): raise a capacity or add an endpoint")
+        if not asked:  # one idle sandbox per wait: its destroy frees the place this caller then takes
+            asked = any(holder.reclaim(endpoints) for holder in list(_holders))
         await asyncio.sleep(PLACE_POLL_SECONDS)
     return slot

@@ -7,6 +7,7 @@ root and exec root, plus a mutual-TLS tcp listener) and never prune the shared o
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -268,3 +269,28 @@ async def test_a_killed_owner_leaves_nothing_on_a_remote_engine(second: Engine) 
     while on_engine(second.unix, container_id):
         assert time.monotonic() < deadline, "the container outlived its owner"
         await asyncio.sleep(0.2)
+
+
+@pytest.mark.docker
+def test_eval_with_docker_host_runs_its_sandboxes_there(
+    second: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(hosts.ENV_VAR, "unix:///nowhere.sock")  # replaced by the option; restored afterwards
+    since = int(time.time()) - 1
+    out = tmp_path / "run.jsonl"
+    assert main(["eval", "code", "--model", "reference", "--sandbox", "docker", "--limit", "3",
+                 "--docker-host", f"{second.unix.url}=4", "--out", str(out)]) == 0
+    assert os.environ[hosts.ENV_VAR] == f"{second.unix.url}=4"
+    assert "trajectories:" in capsys.readouterr().out
+
+    def created_by_us(endpoint: Endpoint) -> int:
+        events = engine.client(endpoint).api.events(
+            since=since, until=int(time.time()) + 1, decode=True,
+            filters={"type": "container", "event": "create", "label": f"{engine.LABEL}.owner_pid={os.getpid()}"})
+        return sum(1 for _ in events)
+
+    assert created_by_us(second.unix) >= 2  # the episodes' sandboxes and the verifiers'
+    assert created_by_us(hosts.default()) == 0
+    assert json.loads(out.with_suffix(".summary.json").read_text())["successes"] == 3
+    # main() in a test outlives its run: remove what its process's exit would have
+    reaper.prune(everything=True, labels={f"{engine.LABEL}.owner_pid": str(os.getpid())}, endpoint=second.unix)
