@@ -14,7 +14,10 @@ and Docker removes the container. The labels from
 :func:`~agentgym.sandboxes.engine.owner_labels` let :mod:`~agentgym.sandboxes.reaper` remove the rest.
 
 Docker SDK calls block, so they run in a thread; the request stream is a non-blocking socket on the
-event loop, and a call round trip costs a fraction of a millisecond.
+event loop (the attach stream is opened there too, by :mod:`~agentgym.sandboxes.attach`), and a call
+round trip costs a fraction of a millisecond. Each container runs on one engine, an
+:class:`~agentgym.sandboxes.hosts.Endpoint` chosen by capacity; engines other than a local unix
+socket get the attach stream, since the direct socket needs a shared filesystem.
 """
 
 from __future__ import annotations

@@ -294,3 +294,22 @@ def test_eval_with_docker_host_runs_its_sandboxes_there(
     assert json.loads(out.with_suffix(".summary.json").read_text())["successes"] == 3
     # main() in a test outlives its run: remove what its process's exit would have
     reaper.prune(everything=True, labels={f"{engine.LABEL}.owner_pid": str(os.getpid())}, endpoint=second.unix)
+
+
+@pytest.mark.docker
+async def test_an_idle_spare_gives_its_place_to_a_caller(second: Engine) -> None:
+    only_one = Endpoint(second.unix.url, capacity=1)
+    assert hosts.live(only_one) == 0, "a sandbox from another test is still open"
+    pool = SandboxPool("docker", "python", SMALL, size=1, hosts=[only_one])
+    await pool.fill()  # its spare holds the one place
+    other = SandboxPool("docker", "python", SMALL, size=1, hosts=[only_one])
+    try:
+        with pytest.raises(SandboxError, match=r"every Docker endpoint is full \(.* 1/1\)"):
+            await other.fill()  # a spare never waits for a place, nor takes one from another spare
+        async with await create("python", SMALL, [only_one]) as box:  # a caller does: the idle spare goes
+            assert pool.ready == 0 and hosts.live(only_one) == 1
+            assert (await box.exec("echo mine")).stdout == "mine\n"
+    finally:
+        await pool.shutdown()
+        await other.shutdown()
+    assert hosts.live(only_one) == 0
