@@ -3,12 +3,13 @@
 An :class:`Endpoint` names one Docker engine the way ``DOCKER_HOST`` does (``unix:///path``,
 ``tcp://host:port`` with or without TLS, ``ssh://[user@]host[:port]``) and the most sandboxes
 this process keeps on it at once (its ``capacity``; none means no ceiling). A process has a list
-of endpoints (:func:`configured`): set in code with :func:`configure`, from the command line
-(``--docker-host URL[=CAP]``, repeatable), or from ``AGENTGYM_DOCKER_HOSTS`` (``URL[=CAP]`` items
-separated by commas); with none of these, the one engine ``DOCKER_HOST`` names (the local socket
-by default). TLS follows Docker's own variables for every ``tcp://`` endpoint given as text:
-``DOCKER_TLS_VERIFY`` set to a non-empty value turns it on, with ``ca.pem``, ``cert.pem`` and
-``key.pem`` from ``DOCKER_CERT_PATH`` (default ``~/.docker``).
+of endpoints (:func:`configured`): set in code with :func:`configure`, else from
+``AGENTGYM_DOCKER_HOSTS`` (``URL[=CAP]`` items separated by commas; the command line's
+``--docker-host URL[=CAP]``, repeatable, sets it for the run and its workers); with neither, the
+one engine ``DOCKER_HOST`` names (the local socket by default). TLS follows Docker's own
+variables for every ``tcp://`` endpoint given as text: ``DOCKER_TLS_VERIFY`` set to a non-empty
+value turns it on, with ``ca.pem``, ``cert.pem`` and ``key.pem`` from ``DOCKER_CERT_PATH``
+(default ``~/.docker``).
 
 Each new sandbox goes to the endpoint with the lowest share of its capacity in use once it is
 added (so capacities 3 and 1 take sandboxes 3 to 1). Idle spares must not starve callers: a spare
