@@ -39,6 +39,7 @@ DEFAULT_URL = "unix:///var/run/docker.sock"
 SCHEMES = ("unix", "tcp", "ssh")
 PLACE_SECONDS = 60.0  # how long a start waits for a place on a full set of endpoints
 PLACE_POLL_SECONDS = 0.05
+RECLAIM_SECONDS = 1.0  # a waiting caller has another idle sandbox destroyed no sooner than this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,13 +240,16 @@ async def place(endpoints: Sequence[Endpoint], seconds: float = PLACE_SECONDS) -
     Raises:
         EndpointsFull: Still full after ``seconds``; the message gives each endpoint's count.
     """
-    deadline = time.monotonic() + seconds
-    asked = False
+    now = time.monotonic()
+    deadline, ask_at = now + seconds, now
     while (slot := take(endpoints)) is None:
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             load = ", ".join(f"{e.url} {live(e)}/{e.capacity}" for e in endpoints)
             raise EndpointsFull(f"every Docker endpoint is full ({load}): raise a capacity or add an endpoint")
-        if not asked:  # one idle sandbox per wait: its destroy frees the place this caller then takes
-            asked = any(holder.reclaim(endpoints) for holder in list(_holders))
+        if now >= ask_at and any(holder.reclaim(endpoints) for holder in list(_holders)):
+            # One idle sandbox at a time: its destroy frees the place this caller then takes. Ask
+            # again only if the place went to someone else meanwhile, or a spare went idle since.
+            ask_at = now + RECLAIM_SECONDS
         await asyncio.sleep(PLACE_POLL_SECONDS)
     return slot

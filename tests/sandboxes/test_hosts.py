@@ -272,28 +272,29 @@ async def test_a_killed_owner_leaves_nothing_on_a_remote_engine(second: Engine) 
 
 
 @pytest.mark.docker
-def test_eval_with_docker_host_runs_its_sandboxes_there(
-    second: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv(hosts.ENV_VAR, "unix:///nowhere.sock")  # replaced by the option; restored afterwards
+def test_eval_with_docker_host_runs_its_sandboxes_there(second: Engine, tmp_path: Path) -> None:
     since = int(time.time()) - 1
     out = tmp_path / "run.jsonl"
-    assert main(["eval", "code", "--model", "reference", "--sandbox", "docker", "--limit", "3",
-                 "--docker-host", f"{second.unix.url}=4", "--out", str(out)]) == 0
-    assert os.environ[hosts.ENV_VAR] == f"{second.unix.url}=4"
-    assert "trajectories:" in capsys.readouterr().out
+    env = {**os.environ, hosts.ENV_VAR: "unix:///nowhere.sock"}  # replaced by the option
+    run = subprocess.Popen([sys.executable, "-m", "agentgym.cli", "eval", "code", "--model", "reference",
+                            "--sandbox", "docker", "--limit", "3", "--docker-host", f"{second.unix.url}=4",
+                            "--out", str(out)], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr
+    assert "trajectories:" in stdout
+    assert json.loads(out.with_suffix(".summary.json").read_text())["successes"] == 3
+    owner = {f"{engine.LABEL}.owner_pid": str(run.pid)}
 
-    def created_by_us(endpoint: Endpoint) -> int:
+    def created(endpoint: Endpoint) -> int:
         events = engine.client(endpoint).api.events(
             since=since, until=int(time.time()) + 1, decode=True,
-            filters={"type": "container", "event": "create", "label": f"{engine.LABEL}.owner_pid={os.getpid()}"})
+            filters={"type": "container", "event": "create", "label": f"{engine.LABEL}.owner_pid={run.pid}"})
         return sum(1 for _ in events)
 
-    assert created_by_us(second.unix) >= 2  # the episodes' sandboxes and the verifiers'
-    assert created_by_us(hosts.default()) == 0
-    assert json.loads(out.with_suffix(".summary.json").read_text())["successes"] == 3
-    # main() in a test outlives its run: remove what its process's exit would have
-    reaper.prune(everything=True, labels={f"{engine.LABEL}.owner_pid": str(os.getpid())}, endpoint=second.unix)
+    assert created(second.unix) >= 2  # the episodes' sandboxes and the verifiers'
+    assert created(hosts.default()) == 0
+    assert reaper.list_sandboxes(owner, second.unix) == []  # the run's exit removed them all
 
 
 @pytest.mark.docker
