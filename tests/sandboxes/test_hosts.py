@@ -21,7 +21,7 @@ import pytest
 
 from agentgym.cli import main
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import SandboxPool, builder, engine, hosts, reaper
+from agentgym.sandboxes import SandboxPool, attach, builder, engine, hosts, reaper
 from agentgym.sandboxes.docker import create
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.testing.dockerd import Engine, second_engine
@@ -314,3 +314,12 @@ async def test_an_idle_spare_gives_its_place_to_a_caller(second: Engine) -> None
         await pool.shutdown()
         await other.shutdown()
     assert hosts.live(only_one) == 0
+
+
+@pytest.mark.docker
+async def test_an_attach_the_engine_refuses_says_why() -> None:
+    docker_or_skip()
+    with pytest.raises(SandboxError, match=r"refused to attach: HTTP/1.1 404 .*No such container"):
+        await attach.open_stream(hosts.default(), "0" * 64, asyncio.Protocol, 10)
+    with pytest.raises(SandboxError, match=r"could not attach to container 000000000000 on unix:///nowhere"):
+        await attach.open_stream(Endpoint("unix:///nowhere/d.sock"), "0" * 64, asyncio.Protocol, 10)
