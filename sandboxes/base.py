@@ -100,6 +100,13 @@ class Sandbox(Protocol):
         """Write a file inside the sandbox, creating parent directories."""
         ...
 
+    async def fork(self, n: int = 1) -> list[Sandbox]:
+        """``n`` new sandboxes that start from this one's current files (not its processes).
+
+        Each is the caller's to close; none shares anything with this sandbox or the others.
+        """
+        ...
+
     async def is_alive(self) -> bool:
         """Whether the sandbox still answers; never raises."""
         ...

@@ -64,6 +64,11 @@ class DockerSandbox(AgentSandbox):
         super().__init__(id, limits, client, functools.partial(_destroy, id, rundir))
         self._attach = attach  # keeps the HTTP response that owns the hijacked socket alive
 
+    async def _start_like(self, n: int) -> list[AgentSandbox]:
+        from agentgym.sandboxes import fork
+
+        return await fork.start_docker_forks(self, n)
+
 
 def _destroy(container_id: str, rundir: str | None) -> None:
     try:
@@ -84,9 +89,13 @@ async def create(image: str = "python", limits: Limits | None = None) -> DockerS
     Raises:
         SandboxError: No engine, the image cannot be had, or the agent does not start.
     """
-    global _direct
-    limits = limits or Limits()
     ref = await asyncio.to_thread(_prepare, image)
+    return await start(ref, limits or Limits())
+
+
+async def start(ref: str, limits: Limits) -> DockerSandbox:
+    """Start a container sandbox from ``ref``, an image the engine has (see :func:`create`)."""
+    global _direct
     if _direct is None:
         _direct = await asyncio.to_thread(channel.usable)
     if not _direct:

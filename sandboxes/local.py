@@ -77,6 +77,11 @@ class LocalSandbox(AgentSandbox):
         # Code under a uid of its own, in private mount and IPC namespaces: it can be wiped.
         self.recyclable = recyclable
 
+    async def _start_like(self, n: int) -> list[AgentSandbox]:
+        from agentgym.sandboxes import fork
+
+        return await fork.start_all(n, lambda: create(self.limits))
+
 
 def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None) -> None:
     try:

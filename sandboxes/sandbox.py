@@ -199,6 +199,25 @@ class AgentSandbox:
         fresh.return_to = None
         return fresh
 
+    async def fork(self, n: int = 1) -> list[AgentSandbox]:
+        """``n`` new sandboxes that start from this one's current files, for branching an episode at a turn.
+
+        Each fork has the same image and limits, a copy of every file code could have written (the
+        working directory, ``/tmp``, ``/dev/shm``, a writable container root), and fresh processes: a
+        new Python session, no background jobs. Forks share nothing with this sandbox or each other;
+        each is the caller's to close, and closing destroys it (it belongs to no pool). This sandbox
+        keeps running; files that its code changes while the copy is taken may be copied either way.
+        See :mod:`agentgym.sandboxes.fork`.
+
+        Raises:
+            ValueError: ``n`` is below 1.
+            SandboxError: This sandbox is closed, a fork could not start, or the files could not be
+                copied; no fork is left running.
+        """
+        from agentgym.sandboxes import fork
+
+        return await fork.fork(self, n, self._start_like)
+
     def keep_out_of_pools(self) -> None:
         """Never go back to the pool it came from: ``close()`` then destroys it.
 
@@ -240,6 +259,19 @@ class AgentSandbox:
         await self.close()
 
     # ----------------------------------------------------------------- for backends
+    async def _start_like(self, n: int) -> list[AgentSandbox]:
+        """``n`` fresh, empty sandboxes of this one's kind and limits: what :meth:`fork` fills."""
+        raise SandboxError(f"{type(self).__name__} sandboxes cannot be forked")
+
+    def _also_on_destroy(self, after: Callable[[], None]) -> None:
+        """Run ``after`` (blocking, not referring to this object) once this sandbox is destroyed."""
+        detached = self._finalizer.detach()
+        if detached is None:
+            after()
+            return
+        destroy = detached[2][1]
+        self._finalizer = weakref.finalize(self, _destroy_quietly, self.id, functools.partial(_then, destroy, after))
+
     async def _wait_ready(self) -> None:
         """Wait for the agent's first answer; destroy the sandbox and raise if it never comes."""
         try:
@@ -263,6 +295,13 @@ class AgentSandbox:
                 raise
             wall = self.limits.wall_seconds
             raise SandboxTimeout(f"sandbox {self.id} ran out of its {wall:g} s wall time") from e
+
+
+def _then(first: Callable[[], None], second: Callable[[], None]) -> None:
+    try:
+        first()
+    finally:
+        second()
 
 
 def _destroy_quietly(sandbox_id: str, destroy: Callable[[], None]) -> None:

@@ -1,0 +1,196 @@
+"""Forking a sandbox: n new sandboxes that start from its current files, for branching an episode at a turn.
+
+A sandbox's files live in two kinds of place, and each is copied the cheapest way that sees it:
+
+- **What code can write that no image holds**: the tmpfs mounts (``/work``, ``/tmp``, ``/dev/shm``
+  on Docker and under bubblewrap; the working directory of an unjailed local sandbox). Only
+  processes inside the sandbox see them (``docker cp`` reads the container's layer, not its
+  tmpfs), so the agent's copier streams them as a tar (``snapshot``), read once, and each fork's
+  copier unpacks the same chunks (``restore``). Both copiers run as the code's uid, so a fork's
+  files are its own code's, exactly as if that code had written them.
+- **A writable container root** (Docker with ``read_only`` off, e.g. a repository at ``/testbed``):
+  ``docker commit`` (the container paused for the moment) into an untagged image labelled
+  :data:`IMAGE_LABEL`, from which the forks' containers start. The image goes when the last
+  container using it goes; one left by a process that died is removed by the reaper.
+
+Forks get the parent's image and limits, and fresh processes (an agent, a new Python session: no
+variables, no background jobs); each has its own copy of everything, shared with no one. A fork is
+no pool's: closing it destroys it, and :meth:`AgentSandbox.recycle` wipes it like any sandbox
+(the files it was given count as written by its code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes import engine
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.docker import DockerSandbox
+    from agentgym.sandboxes.sandbox import AgentSandbox
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 8 << 20  # of the tar stream per request: bounds the agent's memory, whatever the files weigh
+COPY_TIMEOUT = 120.0  # seconds for one chunk's round trip (a slow disk, a loaded machine)
+IMAGE_LABEL = f"{engine.LABEL}.fork"  # on images committed for forks: the reaper's to remove once unused
+RELEASE_SECONDS = 5.0  # how long the last fork's destroy waits for the engine to let go of the image
+
+
+StartLike = Callable[[int], Awaitable[list["AgentSandbox"]]]
+
+
+async def fork(parent: AgentSandbox, n: int, start_like: StartLike) -> list[AgentSandbox]:
+    """``n`` new sandboxes holding copies of ``parent``'s files; ``start_like(n)`` starts them empty.
+
+    The snapshot is read while the new sandboxes start. Nothing is left behind on failure: every
+    fork started is destroyed and the parent is as it was.
+
+    Raises:
+        ValueError: ``n`` is below 1.
+        SandboxError: The parent is closed or dead, a fork could not be started, or the files could
+            not be copied (the message says why).
+    """
+    if n < 1:
+        raise ValueError(f"a sandbox forks into at least 1 sandbox, not {n}")
+    if not parent.connected:
+        raise SandboxError(f"sandbox {parent.id} is closed or gone; it cannot be forked")
+    # The engine's copy (a commit) is taken inside start_like, while the agent streams the tmpfs.
+    snapshot, started = await asyncio.gather(snapshot_of(parent), start_like(n), return_exceptions=True)
+    forks = started if isinstance(started, list) else []
+    try:
+        if isinstance(snapshot, BaseException):
+            raise snapshot
+        if isinstance(started, BaseException):
+            raise started
+        await asyncio.gather(*(restore(f, snapshot) for f in forks))
+    except BaseException:
+        await asyncio.gather(*(f.destroy() for f in forks), return_exceptions=True)
+        raise
+    return forks
+
+
+async def snapshot_of(sandbox: AgentSandbox) -> list[str]:
+    """The tar stream of every place code can write in ``sandbox``, as base64 chunks (sent on as they are)."""
+    chunks: list[str] = []
+    first = True
+    while True:
+        reply = await sandbox._call("snapshot", COPY_TIMEOUT, first=first, size=CHUNK_BYTES, timeout=COPY_TIMEOUT)
+        first = False
+        chunks.append(reply["data"])
+        if reply["done"]:
+            return chunks
+
+
+async def restore(sandbox: AgentSandbox, chunks: list[str]) -> None:
+    """Unpack a snapshot into ``sandbox``'s own writable places."""
+    for i, data in enumerate(chunks):
+        await sandbox._call("restore", COPY_TIMEOUT, data=data, first=i == 0, last=i == len(chunks) - 1,
+                            timeout=COPY_TIMEOUT)
+
+
+async def start_all(n: int, start_one: Callable[[], Awaitable[AgentSandbox]]) -> list[AgentSandbox]:
+    """``n`` sandboxes from ``start_one``, started together; if any fails, the others are destroyed."""
+    results = await asyncio.gather(*(start_one() for _ in range(n)), return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        await asyncio.gather(*(r.destroy() for r in results if not isinstance(r, BaseException)))
+        raise failures[0]
+    return list(results)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- Docker: the container's root
+async def start_docker_forks(parent: DockerSandbox, n: int) -> list[AgentSandbox]:
+    """``n`` containers like ``parent``: its image, or a commit of its writable root, and its limits."""
+    from agentgym.sandboxes import docker
+
+    image = await asyncio.to_thread(_image_for_forks, parent.id)
+    try:
+        forks = await start_all(n, lambda: docker.start(image.ref, parent.limits))
+    finally:
+        if image.committed:  # the forks' containers hold it now; without any, it goes at once
+            await asyncio.to_thread(release_image, image.ref)
+    if image.committed:
+        for sandbox in forks:
+            sandbox._also_on_destroy(lambda ref=image.ref: release_image(ref))
+    return forks
+
+
+class _ForkImage(NamedTuple):
+    ref: str
+    committed: bool  # made for these forks: to be removed with the last of them
+
+
+def _image_for_forks(container_id: str) -> _ForkImage:
+    """The parent's own image when its root is read-only (nothing there changes), else a commit of it."""
+    import docker
+
+    api = engine.client().api
+    try:
+        info = api.inspect_container(container_id)
+        if info["HostConfig"].get("ReadonlyRootfs"):
+            return _ForkImage(info["Config"]["Image"], committed=False)
+        # Labels are the container's plus ours; owner labels let the reaper tell a leaked image.
+        committed = api.commit(container_id, changes=[f"LABEL {IMAGE_LABEL}={container_id[:12]}"], pause=True)
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"could not copy the root of sandbox {container_id[:12]}: {e}") from e
+    return _ForkImage(committed["Id"], committed=True)
+
+
+def release_image(ref: str) -> None:
+    """Remove a fork image unless a live container still uses it, then its fork-image parents likewise.
+
+    Called by each fork's destroy: the last one removes it. A container already removed can take a
+    moment to let go of its image, so a conflict with no live user is retried for a few seconds.
+    """
+    import docker
+
+    api = engine.client().api
+    deadline = time.monotonic() + RELEASE_SECONDS
+    while ref:
+        try:
+            info = api.inspect_image(ref)
+        except docker.errors.NotFound:
+            return
+        if IMAGE_LABEL not in ((info.get("Config") or {}).get("Labels") or {}):
+            return  # not ours (the base image under a chain of forks)
+        try:
+            api.remove_image(ref, noprune=False)
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as e:
+            if e.status_code != 409 or _in_use(ref) or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+            continue
+        ref = info.get("Parent") or ""  # a fork of a fork: its base may now be unused too
+
+
+def _in_use(ref: str) -> bool:
+    """Whether a container not on its way out runs ``ref`` or an image built on it (a fork of a fork)."""
+    containers = engine.client().api.containers(all=True, filters={"ancestor": ref})
+    return any(c.get("State") not in ("removing", "exited", "dead") for c in containers)
+
+
+def remove_leaked_images() -> list[str]:
+    """Remove fork images whose owner process is gone and that nothing uses; return their short ids."""
+    import docker
+
+    api = engine.client().api
+    removed = []
+    for image in api.images(all=True, filters={"label": IMAGE_LABEL}):
+        if engine.owner_alive(image.get("Labels") or {}):
+            continue
+        try:
+            api.remove_image(image["Id"])
+        except docker.errors.APIError:
+            continue  # in use, or already gone
+        removed.append(image["Id"].removeprefix("sha256:")[:12])
+    if removed:
+        log.warning("removed %d leaked fork image(s): %s", len(removed), ", ".join(removed))
+    return removed
