@@ -32,6 +32,11 @@ class Limits(BaseModel):
             the result is marked ``truncated``.
         network: Allow network access (off by default). Docker: the default bridge network;
             local: the host's network (bubblewrap shares it instead of making an empty one).
+        writable_root: Docker only: the container's root filesystem is writable (its own copy-on-write
+            layer, which ``docker commit`` and ``docker diff`` see), for envs whose files must live
+            outside the tmpfs mounts, e.g. a repository at ``/testbed`` (the SWE env). Such a sandbox
+            cannot be wiped by the agent (its root holds too much to check), so a pool destroys it on
+            close. The local backend refuses it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -44,6 +49,7 @@ class Limits(BaseModel):
     exec_timeout: float = 30.0
     output_bytes: int = 65536
     network: bool = False
+    writable_root: bool = False
 
 
 class ExecResult(BaseModel):

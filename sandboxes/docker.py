@@ -2,7 +2,8 @@
 
 Each sandbox is one container, created from the image with ``python3 -u -c <agent>`` as its
 command, so any image with a ``python3`` works. The container has no network (unless
-``Limits.network``), a read-only root with size-limited tmpfs at ``/tmp`` and ``/work``, capped
+``Limits.network``), a read-only root (unless ``Limits.writable_root``) with size-limited tmpfs at
+``/tmp`` and ``/work``, capped
 memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG
 only. The agent runs as root holding nothing but the capabilities to switch user and to signal;
 the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the agent.
@@ -190,7 +191,7 @@ def _create_and_attach(ref: str, limits: Limits, rundir: str | None) -> tuple[st
         memswap_limit=f"{limits.memory_mb}m",
         nano_cpus=int(limits.cpus * 1e9),
         pids_limit=limits.pids,
-        read_only=True,
+        read_only=not limits.writable_root,
         # Both root's (the agent makes the working directory sticky and world-writable, like /tmp):
         # code owns nothing here it could mark (times, modes) for the next user of a recycled sandbox.
         tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: disk},

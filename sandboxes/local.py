@@ -106,6 +106,9 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         SandboxError: The agent could not be started.
     """
     limits = limits or Limits()
+    if limits.writable_root:
+        raise SandboxError("Limits(writable_root=True) needs the docker backend: a local sandbox has no root "
+                           "filesystem of its own to write")
     python = interpreter()
     uid = random.randrange(*UID_RANGE) if os.geteuid() == 0 else None
     rlimits = {
