@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from agentgym.errors import SandboxError
@@ -177,20 +177,24 @@ def _in_use(ref: str) -> bool:
     return any(c.get("State") not in ("removing", "exited", "dead") for c in containers)
 
 
-def remove_leaked_images() -> list[str]:
-    """Remove fork images whose owner process is gone and that nothing uses; return their short ids."""
+def leaked_images(*, everything: bool = False, labels: Mapping[str, str] | None = None) -> list[str]:
+    """Ids of fork images whose owner process is gone (with ``everything``: all), that carry ``labels``."""
+    wanted = [IMAGE_LABEL, *(f"{k}={v}" for k, v in (labels or {}).items())]
+    images = engine.client().api.images(all=True, filters={"label": wanted})
+    return [i["Id"] for i in images if everything or not engine.owner_alive(i.get("Labels") or {})]
+
+
+def remove_images(ids: list[str]) -> list[str]:
+    """Remove those of the fork images ``ids`` that nothing uses; return their short ids."""
     import docker
 
-    api = engine.client().api
     removed = []
-    for image in api.images(all=True, filters={"label": IMAGE_LABEL}):
-        if engine.owner_alive(image.get("Labels") or {}):
-            continue
+    for image_id in ids:
         try:
-            api.remove_image(image["Id"])
+            engine.client().api.remove_image(image_id)
         except docker.errors.APIError:
-            continue  # in use, or already gone
-        removed.append(image["Id"].removeprefix("sha256:")[:12])
+            continue  # in use (a live fork, or a fork of it), or already gone
+        removed.append(image_id.removeprefix("sha256:")[:12])
     if removed:
-        log.warning("removed %d leaked fork image(s): %s", len(removed), ", ".join(removed))
+        log.warning("removed %d fork image(s): %s", len(removed), ", ".join(removed))
     return removed

@@ -4,7 +4,8 @@ A container is leaked when the process that made it is gone (same boot and host,
 recycled) or its wall time is over. Containers normally remove themselves (see
 :mod:`agentgym.sandboxes.docker`); this catches the rest, e.g. an engine restarted under them.
 Both also remove the host directories of direct sockets (:mod:`agentgym.sandboxes.channel`) that
-no remaining container names: those of an owner that was killed before it could.
+no remaining container names: those of an owner that was killed before it could; and the images
+committed for forks (:mod:`agentgym.sandboxes.fork`) whose owner is gone and that nothing uses.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str
     """Remove leaked agentgym containers (owner gone, or wall time over), or with ``everything`` all of them.
 
     A container whose owner still runs belongs to a live run, perhaps another user's on a shared
-    engine: only ``everything`` removes it.
+    engine: only ``everything`` removes it. Fork images go the same way, once no container uses them.
 
     Args:
         everything: Remove containers in use too.
@@ -87,17 +88,21 @@ def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str
         dry_run: Remove nothing; return what would be removed.
 
     Returns:
-        Short ids of the (to be) removed containers, then tags of the (to be) removed images.
+        Short ids of the (to be) removed containers and fork images, then tags of the (to be)
+        removed recipe images.
     """
+    from agentgym.sandboxes import fork
+
     chosen = [c.id for c in list_sandboxes(labels) if everything or c.leaked]
+    fork_images = fork.leaked_images(everything=everything, labels=labels)
     stale_images: list[str] = []
     if images:
         from agentgym.sandboxes import builder
 
         stale_images = builder.stale_images()
     if dry_run:
-        return chosen + stale_images
-    removed = _remove(chosen)
+        return chosen + [i.removeprefix("sha256:")[:12] for i in fork_images] + stale_images
+    removed = _remove(chosen) + fork.remove_images(fork_images)
     _remove_stale_dirs()
     for tag in stale_images:
         engine.client().images.remove(tag)

@@ -150,14 +150,15 @@ async def fork_copies_files_and_forks_are_independent(sandbox: Sandbox) -> None:
     await sandbox.run_python("session_state = 1")
     forks = await sandbox.fork(2)
     try:
-        _expect(len(forks) == 2 and len({sandbox.id, *(f.id for f in forks)}) == 3, "fork(2) did not give 2 new sandboxes")
+        ids = {sandbox.id, *(f.id for f in forks)}
+        _expect(len(forks) == 2 and len(ids) == 3, "fork(2) did not give 2 new sandboxes")
         for box in forks:
             _expect(isinstance(box, Sandbox), f"a fork ({type(box).__name__}) does not meet the Sandbox protocol")
             seen = await box.exec(
                 "cat repo/a.py repo/pkg/n.py ${TMPDIR:-/tmp}/scratch; readlink repo/link; stat -c %a repo/a.py;"
                 " test -e repo/pkg/m.py && echo deleted file came back"
             )
-            _expect(seen.stdout == "x = 1\nnew\ntmp\na.py\n640\n", f"a fork does not see the edits made before it: {seen!r}")
+            _expect(seen.stdout == "x = 1\nnew\ntmp\na.py\n640\n", f"a fork lacks earlier edits: {seen!r}")
             fresh = await box.run_python("print('session_state' in globals())")
             _expect(fresh.output == "False\n", f"a fork's Python session is not fresh: {fresh!r}")
         await sandbox.write_file("repo/a.py", "x = 'parent'\n")
