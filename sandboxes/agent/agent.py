@@ -861,6 +861,8 @@ def extract(source: int, workdir: str, roots: list[str]) -> None:
             tar.extract(member, "/", set_attrs=not member.isdir(), **trusted)
             if member.isdir():
                 directories.append(member)
+            elif member.issym():  # tarfile leaves a symlink's own times alone
+                os.utime("/" + member.name, (member.mtime, member.mtime), follow_symlinks=False)
     for member in reversed(directories):
         path = "/" + member.name
         os.chmod(path, member.mode)
