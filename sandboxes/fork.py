@@ -14,9 +14,10 @@ A sandbox's files live in two kinds of place, and each is copied the cheapest wa
   container using it goes; one left by a process that died is removed by the reaper.
 
 Forks get the parent's image and limits, and fresh processes (an agent, a new Python session: no
-variables, no background jobs); each has its own copy of everything, shared with no one. A fork is
-no pool's: closing it destroys it, and :meth:`AgentSandbox.recycle` wipes it like any sandbox
-(the files it was given count as written by its code).
+variables, no background jobs); each has its own copy of everything, shared with no one. Started
+anew, a fork is no pool's: closing it destroys it. Taken from a warm pool (``fork(n, pool=...)``),
+which spares the container starts, it goes back there when closed and is wiped like any sandbox:
+the files it was given count as written by its code, so the wipe removes them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from agentgym.sandboxes import engine
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.docker import DockerSandbox
+    from agentgym.sandboxes.pool import SandboxProvider
     from agentgym.sandboxes.sandbox import AgentSandbox
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,19 @@ async def restore(sandbox: AgentSandbox, chunks: list[str]) -> None:
     for i, data in enumerate(chunks):
         await sandbox._call("restore", COPY_TIMEOUT, data=data, first=i == 0, last=i == len(chunks) - 1,
                             timeout=COPY_TIMEOUT)
+
+
+async def take_from(pool: SandboxProvider, parent: AgentSandbox, n: int) -> list[AgentSandbox]:
+    """``n`` sandboxes from ``pool`` to fork ``parent`` into, checked to be of its kind and limits."""
+    if getattr(parent.limits, "writable_root", False):
+        raise ValueError("a sandbox with a writable root forks from a commit of it: fork it without a pool")
+    forks = await start_all(n, pool.acquire)  # type: ignore[arg-type]
+    wrong = [f for f in forks if type(f) is not type(parent) or f.limits != parent.limits]
+    if wrong:
+        await asyncio.gather(*(f.destroy() for f in forks))
+        raise ValueError(f"the pool gives {type(wrong[0]).__name__} sandboxes with {wrong[0].limits!r}, "
+                         f"not {type(parent).__name__} sandboxes with {parent.limits!r} like the one forked")
+    return forks
 
 
 async def start_all(n: int, start_one: Callable[[], Awaitable[AgentSandbox]]) -> list[AgentSandbox]:

@@ -18,11 +18,14 @@ import time
 import weakref
 from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
 from agentgym.sandboxes.protocol import AgentClient
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.pool import SandboxProvider
 
 log = logging.getLogger(__name__)
 
@@ -199,24 +202,33 @@ class AgentSandbox:
         fresh.return_to = None
         return fresh
 
-    async def fork(self, n: int = 1) -> list[AgentSandbox]:
+    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[AgentSandbox]:
         """``n`` new sandboxes that start from this one's current files, for branching an episode at a turn.
 
         Each fork has the same image and limits, a copy of every file code could have written (the
         working directory, ``/tmp``, ``/dev/shm``, a writable container root), and fresh processes: a
         new Python session, no background jobs. Forks share nothing with this sandbox or each other;
-        each is the caller's to close, and closing destroys it (it belongs to no pool). This sandbox
-        keeps running; files that its code changes while the copy is taken may be copied either way.
-        See :mod:`agentgym.sandboxes.fork`.
+        each is the caller's to close. This sandbox keeps running; files that its code changes while
+        the copy is taken may be copied either way. See :mod:`agentgym.sandboxes.fork`.
+
+        Args:
+            n: How many forks.
+            pool: Take the forks' sandboxes from this pool (a :class:`SandboxPool` of this sandbox's
+                image and limits) instead of starting new ones: warm, a fork costs the copy alone.
+                Closed, they go back to it and are wiped like any other. Not for a writable root,
+                whose forks start from a commit of it. Without it, forks are started anew and
+                closing one destroys it.
 
         Raises:
-            ValueError: ``n`` is below 1.
+            ValueError: ``n`` is below 1, or ``pool`` gives sandboxes of other limits or is used
+                with a writable root.
             SandboxError: This sandbox is closed, a fork could not start, or the files could not be
                 copied; no fork is left running.
         """
         from agentgym.sandboxes import fork
 
-        return await fork.fork(self, n, self._start_like)
+        start_like = self._start_like if pool is None else functools.partial(fork.take_from, pool, self)
+        return await fork.fork(self, n, start_like)
 
     def keep_out_of_pools(self) -> None:
         """Never go back to the pool it came from: ``close()`` then destroys it.

@@ -115,6 +115,42 @@ async def test_forks_belong_to_no_pool_and_a_wipe_removes_what_they_were_given(b
         await pool.shutdown()
 
 
+async def test_forks_taken_from_a_warm_pool_go_back_to_it_wiped(backend: str) -> None:
+    pool = SandboxPool(backend, "python", SMALL, size=2)
+    parent = await start(backend, "python", SMALL)
+    try:
+        await pool.fill()
+        spares = {box.id for box in pool._ready}
+        await parent.write_file("repo/a.py", "edited")
+        forks = await parent.fork(2, pool=pool)
+        assert {f.id for f in forks} == spares  # warm: no sandbox was started for them
+        assert [await f.read_file("repo/a.py") for f in forks] == [b"edited", b"edited"]
+        await forks[0].write_file("repo/a.py", "fork 0")
+        assert await forks[1].read_file("repo/a.py") == b"edited"
+        await asyncio.gather(*(f.close() for f in forks))
+        again = [await pool.acquire() for _ in range(2)]
+        try:
+            assert {b.id for b in again} == spares  # back in the pool, and wiped:
+            assert [(await b.exec("ls -A")).stdout for b in again] == ["", ""]
+        finally:
+            await asyncio.gather(*(b.close() for b in again))
+    finally:
+        await parent.close()
+        await pool.shutdown()
+
+
+async def test_a_pool_of_other_limits_is_refused_and_keeps_nothing_lent() -> None:
+    pool = SandboxPool("local", "python", SMALL.model_copy(update={"memory_mb": 300}), size=1)
+    parent = await create_local(SMALL)
+    try:
+        with pytest.raises(ValueError, match="the pool gives LocalSandbox sandboxes with"):
+            await parent.fork(1, pool=pool)
+        assert pool._lent == 0
+    finally:
+        await parent.close()
+        await pool.shutdown()
+
+
 async def test_a_copy_that_fails_leaves_no_fork_and_the_parent_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
     parent = await create_local(SMALL)
     started: list[AgentSandbox] = []
@@ -195,6 +231,8 @@ async def test_a_writable_root_is_committed_for_the_forks_and_its_images_go_with
         seen = await grandchild.exec("cat /var/tmp/mine w; ls /var/tmp")
         assert seen.stdout == "child\nw\nkeep\nmine\n"
         assert (await parent.exec("ls /var/tmp")).stdout == "gone\nkeep\n"
+        with pytest.raises(ValueError, match="writable root forks from a commit"):
+            await child.fork(1, pool=SandboxPool("docker", "python", limits, size=1))
         await grandchild.close()
         assert fork_images() - before == first  # the child's container still uses the first image
         await child.close()
