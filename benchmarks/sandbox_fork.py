@@ -1,10 +1,12 @@
-"""What ``sandbox.fork(n)`` costs for a repository the size of toolz, against fresh sandboxes plus re-applying the edits.
+"""What ``sandbox.fork(n)`` costs for a repository the size of toolz, against fresh sandboxes re-applying the edits.
 
 A parent sandbox holds a repository (by default a synthetic one of toolz's size with its git
 history: ~300 files, ~1.5 MB; ``--tree DIR`` takes a real one, e.g. an extracted sdist) and a few
 edits (three files changed, one added, one deleted). Each repeat times, for every ``n``:
 
 - **fork**: ``await parent.fork(n)`` until all n forks hold the files (their copy checked);
+- **fork from a warm pool** (``tmpfs`` only): ``await parent.fork(n, pool=pool)`` with n sandboxes
+  ready in ``pool`` (refilled, untimed, between repeats): the copy alone;
 - **fresh + re-apply**: n new sandboxes started together, each given the repository as it was
   before the edits and then the edits (the cheapest replay: the edited files' final contents);
 - **fresh only**: n new sandboxes started together, nothing copied: the floor both pay.
@@ -39,7 +41,7 @@ from typing import Any
 from results_file import results_path, run_info, save_results
 from stats import fmt, spread
 
-from agentgym.sandboxes import Limits, Sandbox, engine
+from agentgym.sandboxes import Limits, Sandbox, SandboxPool, engine
 from agentgym.sandboxes.pool import start
 
 LIMITS = Limits(memory_mb=256, pids=64, disk_mb=256, wall_seconds=900, exec_timeout=60)
@@ -57,7 +59,7 @@ def synthetic_tree(files: int, total_bytes: int, seed: int = 0) -> dict[str, byt
     scale = total_bytes / sum(weights)
     for i, weight in enumerate(weights):
         if i < sources:
-            path = f"pkg/{'sub%d/' % (i % 6) if i % 3 else ''}mod{i}.py"
+            path = f"pkg/sub{i % 6}/mod{i}.py" if i % 3 else f"pkg/mod{i}.py"
         elif i < files - 20:
             path = f".git/objects/{i % 256:02x}/{rng.getrandbits(152):038x}"
         else:
@@ -142,7 +144,9 @@ def base_image(archive: bytes) -> str:
         api.remove_container(container["Id"], force=True)
 
 
-async def scenario(backend: str, place: str, tree: dict[str, bytes], ns: list[int], repeat: int) -> list[dict[str, Any]]:
+async def scenario(
+    backend: str, place: str, tree: dict[str, bytes], ns: list[int], repeat: int
+) -> list[dict[str, Any]]:
     edits = Edits(tree)
     if place == "root":
         image = await asyncio.to_thread(base_image, tar_of({f"testbed/{p}": d for p, d in tree.items()}, owner=65534))
@@ -150,6 +154,7 @@ async def scenario(backend: str, place: str, tree: dict[str, bytes], ns: list[in
     else:
         image, limits, root, archive = "python", LIMITS, "repo", tar_of(tree)
     parent = await start(backend, image, limits)
+    pools = {n: SandboxPool(backend, image, limits, size=n) for n in ns} if place == "tmpfs" else {}
     try:
         if archive:
             await upload(parent, archive, root)
@@ -158,9 +163,13 @@ async def scenario(backend: str, place: str, tree: dict[str, bytes], ns: list[in
         runs: dict[int, list[dict[str, float]]] = {n: [] for n in ns}
         for _ in range(repeat):
             for n in ns:
-                runs[n].append(await measure(backend, image, limits, parent, edits, root, archive, n))
+                run = await measure(backend, image, limits, parent, edits, root, archive, n)
+                if n in pools:
+                    run.update(await measure_warm(parent, edits, root, pools[n], n))
+                runs[n].append(run)
     finally:
         await parent.close()
+        await asyncio.gather(*(p.shutdown() for p in pools.values()))
         if place == "root":
             await asyncio.to_thread(engine.client().api.remove_image, image)
     rows = []
@@ -200,6 +209,16 @@ async def measure(backend: str, image: str, limits: Limits, parent: Sandbox, edi
             "fresh_reapply_over_fork": fresh_reapply_s / fork_s}
 
 
+async def measure_warm(parent: Sandbox, edits: Edits, root: str, pool: SandboxPool, n: int) -> dict[str, float]:
+    await pool.fill()  # the last repeat's forks are wiped and back, or replaced
+    started = time.perf_counter()
+    forks = await parent.fork(n, pool=pool)  # type: ignore[call-arg]
+    warm_s = time.perf_counter() - started
+    await asyncio.gather(*(edits.check(f, root) for f in forks))
+    await asyncio.gather(*(f.close() for f in forks))
+    return {"fork_warm_pool_s": warm_s}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", nargs="+", default=["docker", "local"])
@@ -222,11 +241,13 @@ def main() -> None:
     shape = {"files": len(tree), "bytes": sum(map(len, tree.values())), "source": str(args.tree or "synthetic")}
     print(f"\nrepository: {shape['files']} files, {shape['bytes'] / 1e6:.2f} MB ({shape['source']}); "
           f"seconds, median (min–max) of {args.repeat}")
-    print(f"{'backend':<7} {'place':<6} {'n':>2} {'fork':>20} {'fresh + re-apply':>20} {'fresh only':>20} {'ratio':>16}")
+    print(f"{'backend':<7} {'place':<6} {'n':>2} {'fork':>18} {'fork, warm pool':>18} {'fresh + re-apply':>18} "
+          f"{'fresh only':>18} {'fresh+re-apply/fork':>20}")
     for r in rows:
-        print(f"{r['backend']:<7} {r['place']:<6} {r['n']:>2} {fmt(r['fork_s'], '{:.2f}'):>20} "
-              f"{fmt(r['fresh_reapply_s'], '{:.2f}'):>20} {fmt(r['fresh_only_s'], '{:.2f}'):>20} "
-              f"{fmt(r['fresh_reapply_over_fork'], '{:.2f}'):>16}")
+        warm = fmt(r["fork_warm_pool_s"], "{:.3f}") if "fork_warm_pool_s" in r else "-"
+        print(f"{r['backend']:<7} {r['place']:<6} {r['n']:>2} {fmt(r['fork_s'], '{:.2f}'):>18} {warm:>18} "
+              f"{fmt(r['fresh_reapply_s'], '{:.2f}'):>18} {fmt(r['fresh_only_s'], '{:.2f}'):>18} "
+              f"{fmt(r['fresh_reapply_over_fork'], '{:.2f}'):>20}")
     save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "tree": shape, "rows": rows},
                  args.out)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agentgym.sandboxes import engine
 from tests.conftest import docker_or_skip
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
@@ -90,3 +91,19 @@ def test_openenv_side_by_side(tmp_path: Path) -> None:
     for ratio in result["ratios"].values():
         assert is_spread(ratio["steps_per_s"]) and is_spread(ratio["steps_per_cpu_s"])
     assert all(row["errors"] == 0 for row in result["runs"][0])
+
+
+def test_sandbox_fork(tmp_path: Path) -> None:
+    result = run_quick("sandbox_fork", tmp_path)
+    assert result["tree"]["files"] == 30 and result["tree"]["bytes"] > 0
+    rows = {(r["backend"], r["place"], r["n"]): r for r in result["rows"]}
+    assert set(rows) == {(b, p, n) for b, p in (("docker", "tmpfs"), ("docker", "root"), ("local", "tmpfs"))
+                         for n in (1, 2)}
+    for (_, place, _), row in rows.items():
+        assert len(row["runs"]) == 2
+        keys = ["fork_s", "fresh_reapply_s", "fresh_only_s", "fresh_reapply_over_fork"]
+        keys += ["fork_warm_pool_s"] if place == "tmpfs" else []
+        assert all(is_spread(row[k]) and row[k]["min"] > 0 for k in keys)
+        assert ("fork_warm_pool_s" in row) == (place == "tmpfs")
+    images = engine.client().api.images(all=True, filters={"reference": "agentgym-bench-fork"})
+    assert images == []  # the root scenario's base image is removed
