@@ -78,22 +78,36 @@ async def fork(parent: AgentSandbox, n: int, start_like: StartLike) -> list[Agen
 
 
 async def snapshot_of(sandbox: AgentSandbox) -> list[str]:
-    """The tar stream of every place code can write in ``sandbox``, as base64 chunks (sent on as they are)."""
+    """The tar stream of every place code can write in ``sandbox``, as base64 chunks (sent on as they are).
+
+    Raises:
+        SandboxError: The copy failed; the message says why.
+    """
     chunks: list[str] = []
     first = True
-    while True:
-        reply = await sandbox._call("snapshot", COPY_TIMEOUT, first=first, size=CHUNK_BYTES, timeout=COPY_TIMEOUT)
-        first = False
-        chunks.append(reply["data"])
-        if reply["done"]:
-            return chunks
+    try:
+        while True:
+            reply = await sandbox._call("snapshot", COPY_TIMEOUT, first=first, size=CHUNK_BYTES, timeout=COPY_TIMEOUT)
+            first = False
+            chunks.append(reply["data"])
+            if reply["done"]:
+                return chunks
+    except OSError as e:  # e.g. no process left for the copier
+        raise SandboxError(f"could not copy the files of sandbox {sandbox.id}: {e}") from e
 
 
 async def restore(sandbox: AgentSandbox, chunks: list[str]) -> None:
-    """Unpack a snapshot into ``sandbox``'s own writable places."""
-    for i, data in enumerate(chunks):
-        await sandbox._call("restore", COPY_TIMEOUT, data=data, first=i == 0, last=i == len(chunks) - 1,
-                            timeout=COPY_TIMEOUT)
+    """Unpack a snapshot into ``sandbox``'s own writable places.
+
+    Raises:
+        SandboxError: The files could not be restored; the message says why.
+    """
+    try:
+        for i, data in enumerate(chunks):
+            await sandbox._call("restore", COPY_TIMEOUT, data=data, first=i == 0, last=i == len(chunks) - 1,
+                                timeout=COPY_TIMEOUT)
+    except OSError as e:
+        raise SandboxError(f"could not restore the files in sandbox {sandbox.id}: {e}") from e
 
 
 async def take_from(pool: SandboxProvider, parent: AgentSandbox, n: int) -> list[AgentSandbox]:

@@ -879,7 +879,12 @@ class Copier:
         data_r, data_w = os.pipe()
         verdict_r, verdict_w = os.pipe()
         theirs, ours = (data_w, data_r) if writes else (data_r, data_w)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # out of processes
+            for fd in (data_r, data_w, verdict_r, verdict_w):
+                os.close(fd)
+            raise
         if pid == 0:
             problem = ""
             try:
