@@ -17,7 +17,7 @@ Ops:
     write_file: ``{"path", "data": base64}`` -> ``{}``; parent directories are created.
     wipe: ``{"timeout"}`` -> ``{"clean", "reason"}``: everything the code's user left is removed
         (checked) and a new Python session is ready; ``clean`` false means the sandbox must be destroyed.
-    snapshot: ``{"first", "size", "timeout"}`` -> ``{"data": base64, "done"}``: the next chunk of a tar
+    snapshot: ``{"first", "size", "timeout"}`` -> ``{"data": base64, "done"}``: the next chunk of a
         stream of every place code can write (``first`` starts a new one), for a fork.
     restore: ``{"data": base64, "first", "last", "timeout"}`` -> ``{}``: a snapshot's chunks, unpacked
         as the code's user into this sandbox's own places.
@@ -34,7 +34,7 @@ Five kinds of process, so that no user code ever runs where it could reach anyth
 - A **worker** becomes the code's uid right after the fork (limits, new session, closed file
   descriptors, reseeded ``random``) and runs code in a fresh ``__main__``.
 - A **copier** is forked by the agent for a fork's snapshot or restore and becomes the code's uid:
-  it writes a tar stream of the places code can write to a pipe, or unpacks one from a pipe.
+  it writes the entries of the places code can write to a pipe, or makes them from a pipe.
 - A **cleaner** is forked by the agent for a wipe and becomes the code's uid (so it removes exactly
   what that uid may remove): it kills every process of the uid with one ``kill(-1)`` and waits for
   each to end on its pidfd, removes SysV IPC objects, clears the uid's keyrings, and deletes
@@ -788,41 +788,72 @@ def grant(path: str, st: os.stat_result, bits: int, granted: list[tuple[str, int
 
 
 def archive(roots: list[str], workdir: str, out: int) -> None:
-    """Run in the copier as the code's uid: write a tar stream of everything under ``roots`` to ``out``.
+    """Run in the copier as the code's uid: write every entry under ``roots`` to ``out`` as a stream.
 
-    Regular files, directories, symlinks, hard links and FIFOs keep their modes and times; sockets
-    and devices (which code cannot make) and other mounts are left out. Entries that code made
-    unreadable to itself are opened for the moment and given their modes back.
+    Each entry is a 4-byte length, a JSON header (name, kind, mode, mtime in ns; a file's size, a
+    link's target) and, for a file, its bytes. Regular files, directories, symlinks, hard links and
+    FIFOs are kept; sockets and devices (which code cannot make) and other mounts are left out.
+    Entries that code made unreadable to itself are opened for the moment and given their modes back.
+    A file that shrinks while it is read is padded with zeros to the size in its header.
     """
-    import tarfile
-
     granted: list[tuple[str, int]] = []
+    seen: dict[tuple[int, int], str] = {}  # (device, inode) of files with several names -> the first name
     try:
-        with os.fdopen(out, "wb") as stream, tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-            for root in roots:
-                device = os.lstat(root).st_dev
-                stack = [(root, archive_name(root, workdir))]
-                while stack:
-                    path, name = stack.pop()
-                    for entry in sorted(os.listdir(path)):
-                        child, child_name = os.path.join(path, entry), name + "/" + entry
-                        st = os.lstat(child)
-                        kind = stat.S_IFMT(st.st_mode)
-                        if st.st_dev != device or kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFIFO):
-                            continue
-                        info = tar.gettarinfo(child, child_name)
-                        if info.isreg():
-                            grant(child, st, stat.S_IRUSR, granted)
-                            with open(child, "rb") as f:
-                                tar.addfile(info, f)
-                            continue
-                        tar.addfile(info)
-                        if kind == stat.S_IFDIR:
-                            grant(child, st, stat.S_IRUSR | stat.S_IXUSR, granted)
-                            stack.append((child, child_name))
+        for root in roots:
+            device = os.lstat(root).st_dev
+            stack = [(root, archive_name(root, workdir))]
+            while stack:
+                path, name = stack.pop()
+                for entry in sorted(os.listdir(path)):
+                    child, child_name = os.path.join(path, entry), name + "/" + entry
+                    st = os.lstat(child)
+                    kind = COPIED_KINDS.get(stat.S_IFMT(st.st_mode))
+                    if st.st_dev != device or kind is None:
+                        continue
+                    header: dict[str, Any] = {"name": child_name, "kind": kind, "mode": stat.S_IMODE(st.st_mode),
+                                              "mtime": st.st_mtime_ns}
+                    if kind == "file" and st.st_nlink > 1:
+                        first = seen.setdefault((st.st_dev, st.st_ino), child_name)
+                        if first != child_name:
+                            header.update(kind="link", target=first)
+                    if header["kind"] == "file":
+                        grant(child, st, stat.S_IRUSR, granted)
+                        send_file(out, child, header)
+                        continue
+                    if kind == "symlink":
+                        header["target"] = os.readlink(child)
+                    send(out, header, b"")
+                    if kind == "dir":
+                        grant(child, st, stat.S_IRUSR | stat.S_IXUSR, granted)
+                        stack.append((child, child_name))
     finally:
         for path, mode in reversed(granted):
             os.chmod(path, mode)
+        os.close(out)
+
+
+COPIED_KINDS = {stat.S_IFREG: "file", stat.S_IFDIR: "dir", stat.S_IFLNK: "symlink", stat.S_IFIFO: "fifo"}
+COPY_CHUNK = 1 << 20
+
+
+def send(out: int, header: dict[str, Any], data: bytes) -> None:
+    encoded = json.dumps(header).encode("ascii")  # ASCII: undecodable name bytes are escaped surrogates
+    write_all(out, struct.pack(">I", len(encoded)) + encoded + data)
+
+
+def send_file(out: int, path: str, header: dict[str, Any]) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        size = header["size"] = os.fstat(fd).st_size
+        data = os.read(fd, min(size, COPY_CHUNK))
+        send(out, header, data)
+        sent = len(data)
+        while sent < size:
+            data = os.read(fd, min(size - sent, COPY_CHUNK)) or bytes(min(size - sent, COPY_CHUNK))
+            write_all(out, data)
+            sent += len(data)
+    finally:
+        os.close(fd)
 
 
 def destination(name: str, workdir: str, roots: list[str]) -> str:
@@ -844,33 +875,69 @@ def destination(name: str, workdir: str, roots: list[str]) -> str:
 
 
 def extract(source: int, workdir: str, roots: list[str]) -> None:
-    """Run in the copier as the code's uid: unpack a stream from :func:`archive` into this sandbox.
+    """Run in the copier as the code's uid: make here every entry of a stream from :func:`archive`.
 
     Files become the code's own here, as if its code had written them; directories get their modes
     and times last, so that a read-only one can still be filled.
-    """
-    import tarfile
 
-    trusted: dict[str, Any] = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+    Raises:
+        OSError: An entry could not be made, or has no writable place here.
+        EOFError: The stream ends inside an entry.
+    """
     directories = []
-    with os.fdopen(source, "rb") as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
-        for member in tar:
-            member.name = destination(member.name, workdir, roots).lstrip("/")
-            if member.islnk():
-                member.linkname = destination(member.linkname, workdir, roots).lstrip("/")
-            tar.extract(member, "/", set_attrs=not member.isdir(), **trusted)
-            if member.isdir():
-                directories.append(member)
-            elif member.issym():  # tarfile leaves a symlink's own times alone
-                os.utime("/" + member.name, (member.mtime, member.mtime), follow_symlinks=False)
-    for member in reversed(directories):
-        path = "/" + member.name
-        os.chmod(path, member.mode)
-        os.utime(path, (member.mtime, member.mtime))
+    with os.fdopen(source, "rb") as stream:
+        while True:
+            length = stream.read(4)
+            if not length:
+                break
+            header = json.loads(read_exactly(stream, struct.unpack(">I", read_exactly(stream, 4, length))[0]))
+            target = destination(header["name"], workdir, roots)
+            kind, mode, times = header["kind"], header["mode"], (header["mtime"], header["mtime"])
+            if kind == "dir":
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(target, 0o700)
+                directories.append((target, mode, times))
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)  # only in a sandbox that already held something there
+            if kind == "file":
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                try:
+                    left = header["size"]
+                    while left:
+                        chunk = read_exactly(stream, min(left, COPY_CHUNK))
+                        write_all(fd, chunk)
+                        left -= len(chunk)
+                    os.fchmod(fd, mode)
+                    os.utime(fd, ns=times)
+                finally:
+                    os.close(fd)
+            elif kind == "link":
+                os.link(destination(header["target"], workdir, roots), target)
+            elif kind == "symlink":
+                os.symlink(header["target"], target)
+                os.utime(target, ns=times, follow_symlinks=False)
+            elif kind == "fifo":
+                os.mkfifo(target, 0o600)
+                os.chmod(target, mode)
+                os.utime(target, ns=times)
+            else:
+                raise OSError(errno.EINVAL, "unknown kind of entry " + repr(kind), target)
+    for target, mode, times in reversed(directories):
+        os.chmod(target, mode)
+        os.utime(target, ns=times)
+
+
+def read_exactly(stream: IO[bytes], size: int, start: bytes = b"") -> bytes:
+    """``size`` bytes of ``stream`` (``start`` counts as its first ones)."""
+    data = start + stream.read(size - len(start))
+    if len(data) < size:
+        raise EOFError("the stream of files ends inside an entry")
+    return data
 
 
 class Copier:
-    """A child that runs as the code's uid at one end of a pipe: it writes a tar stream, or reads one.
+    """A child that runs as the code's uid at one end of a pipe: it writes a stream of files, or reads one.
 
     The agent holds the other end (``fd``, non-blocking); :meth:`finish` collects the child's verdict.
     """

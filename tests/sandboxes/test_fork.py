@@ -19,7 +19,7 @@ from agentgym.sandboxes.sandbox import AgentSandbox
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 
-# A tree like a small package's: nested directories, many files, a symlink, a hard link, odd modes.
+# A tree like a small package's: nested directories, many files, a symlink, a hard link, a FIFO, odd modes and names.
 TREE = """
 import os
 for i in range(240):
@@ -31,7 +31,9 @@ os.symlink("pkg0/sub0/mod0.py", "repo/link.py")
 os.link("repo/pkg1/sub1/mod1.py", "repo/hard.py")
 os.chmod("repo/pkg2/sub2/mod2.py", 0o600)
 os.chmod("repo/pkg3", 0o500)
-open("/tmp/cache.bin", "wb").write(os.urandom(100_000))
+open("/tmp/cache.bin", "wb").write(os.urandom(2_500_000))  # larger than one read of the copier
+open(b"repo/caf\\xe9-not-utf8", "w").write("odd name")
+os.mkfifo("repo/pipe")
 """
 LISTING = (  # every entry's path, type, mode, links, target and mtime, then every file's hash
     "cd repo && find . -printf '%p %y %m %n %l %T@\\n' | sort && find . -type f -exec sha256sum {} + | sort"
