@@ -166,7 +166,14 @@ def _image_for_forks(container_id: str) -> _ForkImage:
         if info["HostConfig"].get("ReadonlyRootfs"):
             return _ForkImage(info["Config"]["Image"], committed=False)
         # Labels are the container's plus ours; owner labels let the reaper tell a leaked image.
-        committed = api.commit(container_id, changes=[f"LABEL {IMAGE_LABEL}={container_id[:12]}"], pause=True)
+        label = [f"LABEL {IMAGE_LABEL}={container_id[:12]}"]
+        try:
+            committed = api.commit(container_id, changes=label, pause=True)  # frozen: one instant's files
+        except docker.errors.APIError as e:
+            if "freeze" not in str(e) and "pause" not in str(e):
+                raise
+            # A loaded engine can fail to freeze in time: copy while it runs, as the tmpfs copy does.
+            committed = api.commit(container_id, changes=label, pause=False)
     except docker.errors.DockerException as e:
         raise SandboxError(f"could not copy the root of sandbox {container_id[:12]}: {e}") from e
     return _ForkImage(committed["Id"], committed=True)
@@ -185,15 +192,14 @@ def release_image(ref: str) -> None:
     while ref:
         try:
             info = api.inspect_image(ref)
-        except docker.errors.NotFound:
-            return
+        except docker.errors.APIError:
+            return  # gone, or being removed by another fork's destroy ("layer does not exist")
         if IMAGE_LABEL not in ((info.get("Config") or {}).get("Labels") or {}):
             return  # not ours (the base image under a chain of forks)
         try:
             api.remove_image(ref, noprune=False)
-        except docker.errors.NotFound:
-            return
         except docker.errors.APIError as e:
+            # Anything but a conflict: gone, or going. A conflict with no live user: let go in a moment.
             if e.status_code != 409 or _in_use(ref) or time.monotonic() > deadline:
                 return
             time.sleep(0.05)
