@@ -209,7 +209,12 @@ def release_image(ref: str) -> None:
 
 def _in_use(ref: str) -> bool:
     """Whether a container not on its way out runs ``ref`` or an image built on it (a fork of a fork)."""
-    containers = engine.client().api.containers(all=True, filters={"ancestor": ref})
+    import docker
+
+    try:
+        containers = engine.client().api.containers(all=True, filters={"ancestor": ref})
+    except docker.errors.APIError:
+        return True  # cannot tell: leave it to the last fork's destroy, or to the reaper
     return any(c.get("State") not in ("removing", "exited", "dead") for c in containers)
 
 
