@@ -244,6 +244,21 @@ async def test_a_writable_root_is_committed_for_the_forks_and_its_images_go_with
 
 
 @pytest.mark.docker
+async def test_forks_closed_together_remove_their_image_once(caplog: pytest.LogCaptureFixture) -> None:
+    docker_or_skip()
+    parent = await start("docker", "python", SMALL.model_copy(update={"writable_root": True}))
+    before = fork_images()
+    try:
+        forks = await parent.fork(3)
+        assert len(fork_images() - before) == 1
+        await asyncio.gather(*(f.close() for f in forks))  # three destroys race to remove one image
+        assert fork_images() - before == set()
+        assert "could not destroy" not in caplog.text
+    finally:
+        await parent.close()
+
+
+@pytest.mark.docker
 async def test_a_read_only_root_is_not_committed() -> None:
     docker_or_skip()
     parent = await start("docker", "python", SMALL)
