@@ -169,6 +169,7 @@ async def scenario(
                 run = await measure(backend, image, limits, parent, edits, root, archive, n)
                 if n in pools:
                     run.update(await measure_warm(parent, edits, root, pools[n], n))
+                    run["fresh_reapply_over_warm_fork"] = run["fresh_reapply_s"] / run["fork_warm_pool_s"]
                 runs[n].append(run)
     finally:
         await parent.close()
@@ -246,13 +247,15 @@ def main() -> None:
     print(f"\nrepository: {shape['files']} files, {shape['bytes'] / 1e6:.2f} MB ({shape['source']}); "
           f"seconds, median (min–max) of {args.repeat}")
     print(f"{'backend':<7} {'place':<6} {'n':>2} {'fork':>18} {'fork, warm pool':>20} {'fresh + re-apply':>18} "
-          f"{'fresh only':>18} {'fresh+re-apply/fork':>20} {'CPU-ms fork':>12} {'warm':>8} {'fresh+re-apply':>15}")
+          f"{'fresh only':>18} {'fresh+re-apply/fork':>20} {'…/warm fork':>18} {'CPU-ms fork':>12} {'warm':>8} "
+          f"{'fresh+re-apply':>15}")
     for r in rows:
         warm = fmt(r["fork_warm_pool_s"], "{:.3f}") if "fork_warm_pool_s" in r else "-"
         warm_cpu = f"{r['fork_warm_pool_cpu_ms']['median']:.0f}" if "fork_warm_pool_s" in r else "-"
+        warm_ratio = fmt(r["fresh_reapply_over_warm_fork"], "{:.1f}") if "fork_warm_pool_s" in r else "-"
         print(f"{r['backend']:<7} {r['place']:<6} {r['n']:>2} {fmt(r['fork_s'], '{:.2f}'):>18} {warm:>20} "
               f"{fmt(r['fresh_reapply_s'], '{:.2f}'):>18} {fmt(r['fresh_only_s'], '{:.2f}'):>18} "
-              f"{fmt(r['fresh_reapply_over_fork'], '{:.2f}'):>20} {r['fork_cpu_ms']['median']:>12.0f} "
+              f"{fmt(r['fresh_reapply_over_fork'], '{:.2f}'):>20} {warm_ratio:>18} {r['fork_cpu_ms']['median']:>12.0f} "
               f"{warm_cpu:>8} {r['fresh_reapply_cpu_ms']['median']:>15.0f}")
     save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "tree": shape, "rows": rows},
                  args.out)

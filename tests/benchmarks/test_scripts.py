@@ -103,7 +103,8 @@ def test_sandbox_fork(tmp_path: Path) -> None:
         assert len(row["runs"]) == 2
         keys = ["fork_s", "fresh_reapply_s", "fresh_only_s", "fresh_reapply_over_fork", "fork_cpu_ms",
                 "fresh_reapply_cpu_ms"]
-        keys += ["fork_warm_pool_s", "fork_warm_pool_cpu_ms"] if place == "tmpfs" else []
+        warm = ["fork_warm_pool_s", "fork_warm_pool_cpu_ms", "fresh_reapply_over_warm_fork"]
+        keys += warm if place == "tmpfs" else []
         assert all(is_spread(row[k]) and row[k]["min"] > 0 for k in keys)
         assert ("fork_warm_pool_s" in row) == (place == "tmpfs")
     images = engine.client().api.images(all=True, filters={"reference": "agentgym-bench-fork"})
