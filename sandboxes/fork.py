@@ -113,7 +113,7 @@ async def restore(sandbox: AgentSandbox, chunks: list[str]) -> None:
 
 async def take_from(pool: SandboxProvider, parent: AgentSandbox, n: int) -> list[AgentSandbox]:
     """``n`` sandboxes from ``pool`` to fork ``parent`` into, checked to be of its kind and limits."""
-    if getattr(parent.limits, "writable_root", False):
+    if parent.limits.writable_root:
         raise ValueError("a sandbox with a writable root forks from a commit of it: fork it without a pool")
     forks = await start_all(n, pool.acquire)  # type: ignore[arg-type]
     wrong = [f for f in forks if type(f) is not type(parent) or f.limits != parent.limits]
