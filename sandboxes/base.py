@@ -8,6 +8,7 @@ backend has the same semantics and passes the same conformance suite (``tests/sa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +33,11 @@ class Limits(BaseModel):
             the result is marked ``truncated``.
         network: Allow network access (off by default). Docker: the default bridge network;
             local: the host's network (bubblewrap shares it instead of making an empty one).
+        writable_root: Docker only: the container's root filesystem is writable (its own copy-on-write
+            layer, which ``docker commit`` and ``docker diff`` see), for envs whose files must live
+            outside the tmpfs mounts, e.g. a repository at ``/testbed`` (the SWE env). Such a sandbox
+            cannot be wiped by the agent (its root holds too much to check), so a pool destroys it on
+            close. The local backend refuses it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -44,6 +50,7 @@ class Limits(BaseModel):
     exec_timeout: float = 30.0
     output_bytes: int = 65536
     network: bool = False
+    writable_root: bool = False
 
 
 class ExecResult(BaseModel):
@@ -98,6 +105,13 @@ class Sandbox(Protocol):
 
     async def write_file(self, path: str, data: bytes | str) -> None:
         """Write a file inside the sandbox, creating parent directories."""
+        ...
+
+    async def fork(self, n: int = 1) -> Sequence[Sandbox]:
+        """``n`` new sandboxes that start from this one's current files (not its processes).
+
+        Each is the caller's to close; none shares anything with this sandbox or the others.
+        """
         ...
 
     async def is_alive(self) -> bool:

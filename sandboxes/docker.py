@@ -2,7 +2,8 @@
 
 Each sandbox is one container, created from the image with ``python3 -u -c <agent>`` as its
 command, so any image with a ``python3`` works. The container has no network (unless
-``Limits.network``), a read-only root with size-limited tmpfs at ``/tmp`` and ``/work``, capped
+``Limits.network``), a read-only root (unless ``Limits.writable_root``) with size-limited tmpfs at
+``/tmp`` and ``/work``, capped
 memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG
 only. The agent runs as root holding nothing but the capabilities to switch user and to signal;
 the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the agent.
@@ -73,6 +74,11 @@ class DockerSandbox(AgentSandbox):
         super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot))
         self._attach = attach  # the attach stream's transport (it carries the agent's stderr)
 
+    async def _start_like(self, n: int) -> list[AgentSandbox]:
+        from agentgym.sandboxes import fork
+
+        return await fork.start_docker_forks(self, n)
+
 
 def _destroy(container_id: str, rundir: str | None, endpoint: Endpoint, slot: hosts.Slot | None = None) -> None:
     try:
@@ -105,15 +111,25 @@ async def create(
     limits = limits or Limits()
     slot = await hosts.place(hosts_ or hosts.configured(), place_seconds)
     try:
-        return await _create_on(slot, image, limits)
+        ref = await asyncio.to_thread(_prepare, image, slot.endpoint)
+        return await _start_on(slot, ref, limits)
     except BaseException:
         slot.release()
         raise
 
 
-async def _create_on(slot: hosts.Slot, image: str, limits: Limits) -> DockerSandbox:
+async def start(ref: str, limits: Limits, endpoint: Endpoint) -> DockerSandbox:
+    """Start a container sandbox from ``ref``, an image ``endpoint`` already has (a fork's image)."""
+    slot = await hosts.place([endpoint])
+    try:
+        return await _start_on(slot, ref, limits)
+    except BaseException:
+        slot.release()
+        raise
+
+
+async def _start_on(slot: hosts.Slot, ref: str, limits: Limits) -> DockerSandbox:
     endpoint = slot.endpoint
-    ref = await asyncio.to_thread(_prepare, image, endpoint)
     if endpoint not in _direct:
         _direct[endpoint] = endpoint.local and await asyncio.to_thread(channel.usable, endpoint)
     if not _direct[endpoint]:
@@ -209,7 +225,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         memswap_limit=f"{limits.memory_mb}m",
         nano_cpus=int(limits.cpus * 1e9),
         pids_limit=limits.pids,
-        read_only=True,
+        read_only=not limits.writable_root,
         # Both root's (the agent makes the working directory sticky and world-writable, like /tmp):
         # code owns nothing here it could mark (times, modes) for the next user of a recycled sandbox.
         tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: disk},

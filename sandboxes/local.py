@@ -77,6 +77,11 @@ class LocalSandbox(AgentSandbox):
         # Code under a uid of its own, in private mount and IPC namespaces: it can be wiped.
         self.recyclable = recyclable
 
+    async def _start_like(self, n: int) -> list[AgentSandbox]:
+        from agentgym.sandboxes import fork
+
+        return await fork.start_all(n, lambda: create(self.limits))
+
 
 def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None) -> None:
     try:
@@ -101,6 +106,9 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         SandboxError: The agent could not be started.
     """
     limits = limits or Limits()
+    if limits.writable_root:
+        raise SandboxError("Limits(writable_root=True) needs the docker backend: a local sandbox has no root "
+                           "filesystem of its own to write")
     python = interpreter()
     uid = random.randrange(*UID_RANGE) if os.geteuid() == 0 else None
     rlimits = {

@@ -4,7 +4,8 @@ A container is leaked when the process that made it is gone (same boot and host,
 recycled) or its wall time is over. Containers normally remove themselves (see
 :mod:`agentgym.sandboxes.docker`); this catches the rest, e.g. an engine restarted under them.
 Both also remove the host directories of direct sockets (:mod:`agentgym.sandboxes.channel`) that
-no remaining container names: those of an owner that was killed before it could.
+no remaining container names: those of an owner that was killed before it could; and the images
+committed for forks (:mod:`agentgym.sandboxes.fork`) whose owner is gone and that nothing uses.
 
 Each call works on one engine (an :class:`~agentgym.sandboxes.hosts.Endpoint`; default: the one
 ``DOCKER_HOST`` names); ``agentgym sandbox ls | prune`` go over every configured one. An owner is
@@ -88,7 +89,7 @@ def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str
     """Remove leaked agentgym containers (owner gone, or wall time over), or with ``everything`` all of them.
 
     A container whose owner still runs belongs to a live run, perhaps another user's on a shared
-    engine: only ``everything`` removes it.
+    engine: only ``everything`` removes it. Fork images go the same way, once no container uses them.
 
     Args:
         everything: Remove containers in use too.
@@ -98,17 +99,21 @@ def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str
         endpoint: The engine (default: the one ``DOCKER_HOST`` names).
 
     Returns:
-        Short ids of the (to be) removed containers, then tags of the (to be) removed images.
+        Short ids of the (to be) removed containers and fork images, then tags of the (to be)
+        removed recipe images.
     """
+    from agentgym.sandboxes import fork
+
     chosen = [c.id for c in list_sandboxes(labels, endpoint) if everything or c.leaked]
+    fork_images = fork.leaked_images(everything=everything, labels=labels, endpoint=endpoint)
     stale_images: list[str] = []
     if images:
         from agentgym.sandboxes import builder
 
         stale_images = builder.stale_images(endpoint)
     if dry_run:
-        return chosen + stale_images
-    removed = _remove(chosen, endpoint)
+        return chosen + [i.removeprefix("sha256:")[:12] for i in fork_images] + stale_images
+    removed = _remove(chosen, endpoint) + fork.remove_images(fork_images, endpoint)
     if (endpoint or hosts.default()).local:
         _remove_stale_dirs(endpoint)
     for tag in stale_images:

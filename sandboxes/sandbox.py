@@ -18,11 +18,14 @@ import time
 import weakref
 from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
 from agentgym.sandboxes.protocol import AgentClient
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.pool import SandboxProvider
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +202,34 @@ class AgentSandbox:
         fresh.return_to = None
         return fresh
 
+    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[AgentSandbox]:
+        """``n`` new sandboxes that start from this one's current files, for branching an episode at a turn.
+
+        Each fork has the same image and limits, a copy of every file code could have written (the
+        working directory, ``/tmp``, ``/dev/shm``, a writable container root), and fresh processes: a
+        new Python session, no background jobs. Forks share nothing with this sandbox or each other;
+        each is the caller's to close. This sandbox keeps running; files that its code changes while
+        the copy is taken may be copied either way. See :mod:`agentgym.sandboxes.fork`.
+
+        Args:
+            n: How many forks.
+            pool: Take the forks' sandboxes from this pool (a :class:`SandboxPool` of this sandbox's
+                image and limits) instead of starting new ones: warm, a fork costs the copy alone.
+                Closed, they go back to it and are wiped like any other. Not for a writable root,
+                whose forks start from a commit of it. Without it, forks are started anew and
+                closing one destroys it.
+
+        Raises:
+            ValueError: ``n`` is below 1, or ``pool`` gives sandboxes of other limits or is used
+                with a writable root.
+            SandboxError: This sandbox is closed, a fork could not start, or the files could not be
+                copied; no fork is left running.
+        """
+        from agentgym.sandboxes import fork
+
+        start_like = self._start_like if pool is None else functools.partial(fork.take_from, pool, self)
+        return await fork.fork(self, n, start_like)
+
     def keep_out_of_pools(self) -> None:
         """Never go back to the pool it came from: ``close()`` then destroys it.
 
@@ -240,6 +271,19 @@ class AgentSandbox:
         await self.close()
 
     # ----------------------------------------------------------------- for backends
+    async def _start_like(self, n: int) -> list[AgentSandbox]:
+        """``n`` fresh, empty sandboxes of this one's kind and limits: what :meth:`fork` fills."""
+        raise SandboxError(f"{type(self).__name__} sandboxes cannot be forked")
+
+    def _also_on_destroy(self, after: Callable[[], None]) -> None:
+        """Run ``after`` (blocking, not referring to this object) once this sandbox is destroyed."""
+        detached = self._finalizer.detach()
+        if detached is None:
+            after()
+            return
+        destroy = detached[2][1]
+        self._finalizer = weakref.finalize(self, _destroy_quietly, self.id, functools.partial(_then, destroy, after))
+
     async def _wait_ready(self) -> None:
         """Wait for the agent's first answer; destroy the sandbox and raise if it never comes."""
         try:
@@ -263,6 +307,13 @@ class AgentSandbox:
                 raise
             wall = self.limits.wall_seconds
             raise SandboxTimeout(f"sandbox {self.id} ran out of its {wall:g} s wall time") from e
+
+
+def _then(first: Callable[[], None], second: Callable[[], None]) -> None:
+    try:
+        first()
+    finally:
+        second()
 
 
 def _destroy_quietly(sandbox_id: str, destroy: Callable[[], None]) -> None:

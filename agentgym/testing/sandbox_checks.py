@@ -3,7 +3,8 @@
 It is what every backend (``docker``, ``local``, or one you write) must pass for an env author to rely
 on it: exit codes and output, the working directory, a persistent Python session that survives
 exceptions, timeouts and code that breaks its own process, binary file round trips, refusal of
-devices and FIFOs, background jobs, and an idempotent ``close``. The project's own test suite
+devices and FIFOs, background jobs, ``fork`` (forks see the files made before it and none of each
+other's edits after it), and an idempotent ``close``. The project's own test suite
 (``tests/sandboxes/test_conformance.py``) calls it once per check and backend.
 """
 
@@ -139,11 +140,49 @@ async def background_jobs(sandbox: Sandbox) -> None:
     _expect(holding.stdout == "left\n" and time.monotonic() - started < 3, "a job holding stdout blocked exec")
 
 
+async def fork_copies_files_and_forks_are_independent(sandbox: Sandbox) -> None:
+    await sandbox.write_file("repo/a.py", "x = 1\n")
+    made = await sandbox.exec(
+        "mkdir -p repo/pkg && echo old > repo/pkg/m.py && ln -s a.py repo/link && chmod 640 repo/a.py"
+        " && echo tmp > ${TMPDIR:-/tmp}/scratch && rm repo/pkg/m.py && echo new > repo/pkg/n.py"
+    )
+    _expect(made.exit_code == 0, f"setting up files failed: {made!r}")
+    await sandbox.run_python("session_state = 1")
+    forks = await sandbox.fork(2)
+    try:
+        ids = {sandbox.id, *(f.id for f in forks)}
+        _expect(len(forks) == 2 and len(ids) == 3, "fork(2) did not give 2 new sandboxes")
+        for box in forks:
+            _expect(isinstance(box, Sandbox), f"a fork ({type(box).__name__}) does not meet the Sandbox protocol")
+            seen = await box.exec(
+                "cat repo/a.py repo/pkg/n.py ${TMPDIR:-/tmp}/scratch; readlink repo/link; stat -c %a repo/a.py;"
+                " test -e repo/pkg/m.py && echo deleted file came back"
+            )
+            _expect(seen.stdout == "x = 1\nnew\ntmp\na.py\n640\n", f"a fork lacks earlier edits: {seen!r}")
+            fresh = await box.run_python("print('session_state' in globals())")
+            _expect(fresh.output == "False\n", f"a fork's Python session is not fresh: {fresh!r}")
+        await sandbox.write_file("repo/a.py", "x = 'parent'\n")
+        await forks[0].write_file("repo/a.py", "x = 'fork 0'\n")
+        await forks[0].exec("echo mine > repo/only0 && rm repo/pkg/n.py")
+        await forks[1].exec("echo mine > ${TMPDIR:-/tmp}/only1")
+        views = [await box.exec("cat repo/a.py; ls repo repo/pkg ${TMPDIR:-/tmp} | grep -c only; ls repo/pkg")
+                 for box in (sandbox, *forks)]
+        expected = ["x = 'parent'\n0\nn.py\n", "x = 'fork 0'\n1\n", "x = 1\n1\nn.py\n"]
+        got = [v.stdout for v in views]
+        _expect(got == expected, f"edits after the fork leak between sandboxes (parent, fork 0, fork 1): {got!r}")
+    finally:
+        for box in forks:
+            await box.close()
+    _expect(await sandbox.is_alive(), "the sandbox died when it was forked")
+    await _raises(ValueError, sandbox.fork(0))
+
+
 async def close_is_idempotent(sandbox: Sandbox) -> None:
     await sandbox.close()
     await sandbox.close()
     _expect(not await sandbox.is_alive(), "a closed sandbox is alive")
     await _raises(SandboxError, sandbox.exec("true"))
+    await _raises(SandboxError, sandbox.fork(1))
 
 
 SANDBOX_CHECKS: dict[str, Check] = {check.__name__: check for check in (
@@ -158,6 +197,7 @@ SANDBOX_CHECKS: dict[str, Check] = {check.__name__: check for check in (
     python_timeout_restarts_session,
     python_survives_code_that_breaks_its_process,
     background_jobs,
+    fork_copies_files_and_forks_are_independent,
     close_is_idempotent,
 )}
 """Every check of the contract, by name, in the order :func:`check_sandbox` runs them."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agentgym.sandboxes import engine
 from tests.conftest import docker_or_skip
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
@@ -101,3 +102,21 @@ def test_docker_endpoints(tmp_path: Path) -> None:
         for key in ("ping_p50_ms", "exec_p50_ms", "exec_p95_ms", "start_p50_ms"):
             assert is_spread(row["summary"][key]) and row["summary"][key]["median"] > 0, key
     assert result["image_copy_s"] > 0
+
+
+def test_sandbox_fork(tmp_path: Path) -> None:
+    result = run_quick("sandbox_fork", tmp_path)
+    assert result["tree"]["files"] == 30 and result["tree"]["bytes"] > 0
+    rows = {(r["backend"], r["place"], r["n"]): r for r in result["rows"]}
+    assert set(rows) == {(b, p, n) for b, p in (("docker", "tmpfs"), ("docker", "root"), ("local", "tmpfs"))
+                         for n in (1, 2)}
+    for (_, place, _), row in rows.items():
+        assert len(row["runs"]) == 2
+        keys = ["fork_s", "fresh_reapply_s", "fresh_only_s", "fresh_reapply_over_fork", "fork_cpu_ms",
+                "fresh_reapply_cpu_ms"]
+        warm = ["fork_warm_pool_s", "fork_warm_pool_cpu_ms", "fresh_reapply_over_warm_fork"]
+        keys += warm if place == "tmpfs" else []
+        assert all(is_spread(row[k]) and row[k]["min"] > 0 for k in keys)
+        assert ("fork_warm_pool_s" in row) == (place == "tmpfs")
+    images = engine.client().api.images(all=True, filters={"reference": "agentgym-bench-fork"})
+    assert images == []  # the root scenario's base image is removed

@@ -35,3 +35,34 @@ async def test_a_backend_that_breaks_the_contract_is_named_with_the_check(backen
         await check_sandbox(lossy, checks=["exec_output_and_exit_codes"])
     with pytest.raises(KeyError, match="unknown sandbox checks"):
         await check_sandbox(backend, checks=["no_such_check"])
+
+
+async def test_a_fork_that_copies_nothing_or_shares_breaks_the_contract(backend: str) -> None:
+    """Forks that start empty, or that are one sandbox handed out twice, fail the fork check."""
+    from agentgym.sandboxes.pool import resolve_backend, start
+
+    resolved = await resolve_backend(backend)
+
+    async def empty_forks():  # type: ignore[no-untyped-def]
+        box = await start(resolved, "python", SMALL)
+
+        async def fork(n: int = 1):  # type: ignore[no-untyped-def]
+            return [await start(resolved, "python", SMALL) for _ in range(n)]
+
+        box.fork = fork  # type: ignore[method-assign]
+        return box
+
+    async def shared_forks():  # type: ignore[no-untyped-def]
+        box = await start(resolved, "python", SMALL)
+        real_fork = box.fork
+
+        async def fork(n: int = 1):  # type: ignore[no-untyped-def]
+            [one] = await real_fork(1)
+            return [one] * n
+
+        box.fork = fork  # type: ignore[method-assign]
+        return box
+
+    for broken, why in ((empty_forks, "lacks earlier edits"), (shared_forks, "did not give 2 new sandboxes")):
+        with pytest.raises(SandboxCheckError, match=f"fails fork_copies_files_and_forks_are_independent: .*{why}"):
+            await check_sandbox(broken, checks=["fork_copies_files_and_forks_are_independent"])

@@ -1,0 +1,196 @@
+"""Which Docker image a SWE task runs in, made ready for agentgym's sandboxes.
+
+Three ways to get the repository's image, tried in this order for a task:
+
+1. ``image``: an existing image, used as it is (present in the engine, or pulled when a registry answers).
+2. ``dockerfile``: a user's Dockerfile (its text, or the path of a file whose directory is the build
+   context), built with ``docker build`` and cached by the hash of the Dockerfile and its context.
+3. ``source_archive``: an sdist, turned into an image by
+   :func:`~agentgym.envs.swe.sdist_image.build_sdist_image` (Debian base, the sdist's tests'
+   dependencies, the repository at ``/testbed`` as a git repo at its base).
+
+With none of them, the task is taken to be an official SWE-bench instance, whose image follows
+swebench's naming scheme (``swebench/sweb.eval.x86_64.<instance_id>:latest``, ``__`` spelled
+``_1776_``): used when present in the engine, else pulled when a registry answers. There is no
+registry on an air-gapped machine: then the image must be loaded beforehand (``docker load``).
+
+Whatever the way, the image gets one thin layer on top (:func:`ready_image`, cached by the base
+image's id) so that agentgym's sandboxes can work in it: ``/testbed`` is owned by the uid that code
+runs as (so the model can edit it and git trusts it), and git marks ``/testbed`` a safe directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import threading
+from pathlib import Path
+
+from agentgym.errors import EnvError, SandboxError
+from agentgym.sandboxes import engine
+from agentgym.sandboxes.docker import CODE_USER
+
+from .tasks import REPO_DIR, SWETask
+
+log = logging.getLogger(__name__)
+
+SWEBENCH_NAMESPACE = "swebench"
+READY_REPOSITORY = "agentgym/swe-ready"
+DOCKERFILE_REPOSITORY = "agentgym/swe-dockerfile"
+MAX_CONTEXT_BYTES = 64 << 20  # a Dockerfile's build context larger than this is refused, not hashed
+
+_READY_DOCKERFILE = """\
+FROM {base}
+USER 0
+RUN test -d {repo}/.git || {{ echo "the image has no git repository at {repo}" >&2; exit 1; }} \\
+ && command -v git >/dev/null || {{ echo "the image has no git" >&2; exit 1; }}
+RUN find {repo} -xdev \\! -user {uid} -exec chown -h {uid}:{gid} {{}} + \\
+ && git config --system --add safe.directory {repo}
+"""
+_lock = threading.Lock()
+_ready: dict[str, str] = {}  # task's base image reference -> ready image tag, for this process
+
+
+def swebench_image_name(instance_id: str, namespace: str = SWEBENCH_NAMESPACE) -> str:
+    """The official SWE-bench instance image's name (swebench's ``ImageSpec.name`` for a remote image)."""
+    key = f"sweb.eval.x86_64.{instance_id}:latest".lower()
+    return f"{namespace}/{key}".replace("__", "_1776_")
+
+
+def base_image(task: SWETask) -> str:
+    """The image holding the task's repository at ``/testbed``, built or found (blocking).
+
+    Raises:
+        EnvError: The image cannot be had; the message says which way was tried and why it failed.
+    """
+    if task.image:
+        return _existing(task.image, f"task {task.instance_id}'s image")
+    if task.dockerfile:
+        return build_dockerfile(task.dockerfile)
+    if task.source_archive:
+        from .sdist_image import build_sdist_image
+
+        return build_sdist_image(task)
+    return _existing(swebench_image_name(task.instance_id),
+                     f"the official SWE-bench image of {task.instance_id} (the task names no image, "
+                     "dockerfile or source_archive)")
+
+
+def image_for(task: SWETask) -> str:
+    """The ready image (see the module docstring) that sandboxes for ``task`` start from (blocking)."""
+    return ready_image(base_image(task))
+
+
+def ready_image(base: str) -> str:
+    """``base`` with the thin layer agentgym's sandboxes need; built once per base image id.
+
+    Raises:
+        EnvError: ``base`` has no git repository at ``/testbed`` or no git, or the build failed.
+    """
+    with _lock:
+        if base in _ready:
+            return _ready[base]
+        api = engine.client()
+        image_id = api.images.get(base).id.split(":")[-1]
+        dockerfile = _READY_DOCKERFILE.format(base=base, repo=REPO_DIR, uid=CODE_USER[0], gid=CODE_USER[1])
+        tag = f"{READY_REPOSITORY}:{_digest(image_id.encode(), dockerfile.encode())}"
+        if not _exists(tag):
+            log.warning("preparing %s for SWE sandboxes as %s", base, tag)
+            _build(dockerfile.encode(), tag, dockerfile_path=None, network="none", what=f"the ready layer over {base}")
+        _ready[base] = tag
+        return tag
+
+
+def build_dockerfile(dockerfile: str) -> str:
+    """Build a user's Dockerfile (its text, or a path; the file's directory is the context); its tag.
+
+    The tag is ``agentgym/swe-dockerfile:<hash>`` over the Dockerfile and every file of its context,
+    so an unchanged Dockerfile is built once. The build has the host's network (``docker build``
+    steps that install packages need it; the sandboxes that run from the image have none).
+
+    Raises:
+        EnvError: The file or its context cannot be read, or the build failed (with docker's words).
+    """
+    text = dockerfile.lstrip()
+    if "\n" in dockerfile or text.upper().startswith(("FROM ", "ARG ", "#")):
+        content, context = dockerfile.encode(), None
+    else:
+        path = Path(dockerfile)
+        if not path.is_file():
+            raise EnvError(f"dockerfile {dockerfile!r} is neither a file nor a Dockerfile's text")
+        content, context = path.read_bytes(), path
+    tag = f"{DOCKERFILE_REPOSITORY}:{_digest(content, *_context_files(context.parent if context else None))}"
+    with _lock:
+        if not _exists(tag):
+            log.warning("building the SWE image %s from a Dockerfile", tag)
+            _build(content, tag, dockerfile_path=context, network="host", what="the task's Dockerfile")
+    return tag
+
+
+def _context_files(context: Path | None) -> list[bytes]:
+    """What the build context holds, as hashable parts (path, then content, per file)."""
+    if context is None:
+        return []
+    parts: list[bytes] = []
+    total = 0
+    for file in sorted(p for p in context.rglob("*") if p.is_file()):
+        total += file.stat().st_size
+        if total > MAX_CONTEXT_BYTES:
+            raise EnvError(f"the build context {context} holds more than {MAX_CONTEXT_BYTES >> 20} MiB")
+        parts += [str(file.relative_to(context)).encode(), file.read_bytes()]
+    return parts
+
+
+def _build(dockerfile: bytes, tag: str, *, dockerfile_path: Path | None, network: str, what: str) -> None:
+    """``docker build``: of ``dockerfile`` alone, or of the file at ``dockerfile_path`` in its directory."""
+    import docker
+
+    api = engine.client().api
+    where = ({"fileobj": io.BytesIO(dockerfile)} if dockerfile_path is None
+             else {"path": str(dockerfile_path.parent), "dockerfile": dockerfile_path.name})
+    try:
+        stream = api.build(**where, tag=tag, rm=True, forcerm=True, network_mode=network, decode=True)
+        output: list[str] = []
+        for chunk in stream:
+            if "error" in chunk:
+                tail = "".join(output)[-1500:]
+                raise EnvError(f"building {what} failed: {chunk['error'].strip()}\n{tail}")
+            output.append(chunk.get("stream", ""))
+    except docker.errors.DockerException as e:
+        raise EnvError(f"building {what} failed: {e}") from e
+    if not _exists(tag):
+        raise EnvError(f"building {what} produced no image {tag}")
+
+
+def _existing(ref: str, what: str) -> str:
+    import docker
+
+    if _exists(ref):
+        return ref
+    try:
+        engine.client().images.pull(ref)
+    except docker.errors.DockerException as e:
+        raise EnvError(f"{what} {ref!r} is not in the Docker engine and could not be pulled ({e}); with no "
+                       "registry reachable, load it first (docker load) or give the task a dockerfile") from e
+    return ref
+
+
+def _exists(ref: str) -> bool:
+    import docker
+
+    try:
+        engine.client().images.get(ref)
+    except docker.errors.ImageNotFound:
+        return False
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"the Docker engine did not answer: {e}") from e
+    return True
+
+
+def _digest(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()[:12]
