@@ -122,6 +122,7 @@ class _Worker:
     pid: int = 0
     host: str = ""
     playing: int = 0
+    played: int = 0
     alive: bool = True
 
     @property
@@ -174,7 +175,7 @@ class RayExecutor:
 
     @property
     def pool(self) -> list[_Worker]:
-        """The workers started so far, dead ones included (``alive`` says which are not)."""
+        """The workers of the last run, dead ones included (``alive`` says which are not; none after ``close``)."""
         return list(self._pool)
 
     async def prepare(self, run: RunSpec) -> None:
@@ -277,6 +278,7 @@ class RayExecutor:
                     except Exception as e:  # the worker could not send its result back
                         fail(spec, "error", f"Ray worker {worker.name}: {_reason(e)}")
                         continue
+                    worker.played += 1
                     give(Trajectory.model_validate_json(text), spec,
                          PolicyError(fatal, fatal=True) if fatal is not None else None)
         finally:
@@ -320,7 +322,7 @@ class RayExecutor:
                 log.warning("Ray workers did not shut their sandbox pools within %gs; killing them", CLOSE_TIMEOUT)
             for worker in self._pool:
                 ray.kill(worker.handle)
-            self._pool = []
+                worker.alive = False
         if self._started_ray:
             _ray().shutdown()
             self._started_ray = False
