@@ -8,10 +8,11 @@ the driver alone writes the run's files (see :func:`agentgym.evaluation.evaluate
 Back-pressure: the driver holds the queue of episodes not yet started and gives each worker at most
 ``concurrency`` at once; nothing is queued inside Ray. A worker that dies (its process killed, its
 node lost) takes the episodes it was playing with it: each goes back to the front of the queue, to
-be played by another worker, at most ``max_retries`` more times; the losses are recorded in the
-trajectory's ``info["lost_workers"]``, and an episode that exhausts its retries is recorded as an
-``error`` saying so. A replacement worker is started for each lost one. An episode is reported once:
-a lost worker's result never arrives, and a key already reported is never reported again.
+be played by another worker, at most ``max_retries`` more times. The losses are recorded in the
+trajectory's ``info["lost_workers"]``, with ``info["attempts"]`` the times it was played; an episode
+that exhausts its retries is recorded as an ``error`` saying so. A replacement worker is started for
+each lost one. An episode is reported once: a lost worker's result never arrives, and a key already
+reported is never reported again.
 
 Ray is imported only here, and this module only when the ``ray`` executor is asked for:
 ``import agentgym`` does not import Ray.
@@ -230,19 +231,21 @@ class RayExecutor:
         reported: set[tuple[str, int]] = set()
         lost_kinds = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)
 
-        def give(trajectory: Trajectory, spec: EpisodeSpec, fatal: PolicyError | None = None) -> None:
+        def give(trajectory: Trajectory, spec: EpisodeSpec, fatal: PolicyError | None = None, *,
+                 played: bool = True) -> None:
+            """Report an episode once; ``played``: a worker finished it (it counts as an attempt)."""
             if spec.key in reported:
                 log.error("episode %s seed %s came back twice; the second is dropped", *spec.key)
                 return
             reported.add(spec.key)
             if spec.lost:
                 trajectory.info["lost_workers"] = list(spec.lost)
-                trajectory.info["attempts"] = len(spec.lost) + 1
+                trajectory.info["attempts"] = len(spec.lost) + played
             report(trajectory, fatal)
 
         def fail(spec: EpisodeSpec, outcome: Outcome, failure: str) -> None:
             give(Trajectory(task_id=spec.task.id, env=spec.env_id, policy=run.policy.name, seed=spec.seed,
-                            outcome=outcome, failure=failure), spec)
+                            outcome=outcome, failure=failure), spec, played=False)
 
         try:
             while queue or playing:
@@ -276,7 +279,7 @@ class RayExecutor:
                             queue.appendleft(spec)
                         continue
                     except Exception as e:  # the worker could not send its result back
-                        fail(spec, "error", f"Ray worker {worker.name}: {_reason(e)}")
+                        fail(spec, "error", f"Ray worker {worker.name} could not return it: {_reason(e)}")
                         continue
                     worker.played += 1
                     give(Trajectory.model_validate_json(text), spec,
