@@ -32,14 +32,14 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """The address of a two-node Ray cluster on this machine, started once per session (see tests/ray_cluster.py)."""
+    """The address of a two-node Ray cluster on this machine, started once per session."""
     try:
         import ray  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("CI is set but Ray is missing: the dev extra installs agentgym[ray]")
         pytest.skip("the Ray executor's tests need agentgym[ray]")
-    from tests.ray_cluster import two_node_cluster
+    from agentgym.testing.ray_cluster import LocalRayCluster
 
-    with two_node_cluster() as address:
-        yield address
+    with LocalRayCluster(nodes=2, cpus_per_node=1) as cluster:
+        yield cluster.address
