@@ -15,7 +15,9 @@ same 8 in all). Both clusters are on this one 2-core machine, so two nodes canno
 one here; the point is what the executor costs, and that it spreads. Clusters are started by
 :class:`agentgym.testing.ray_cluster.LocalRayCluster`; their start time is reported. Episodes/s
 counts from the first episode (``Summary.wall_seconds``); ``setup_s`` is what came before it
-(joining the cluster, starting the workers, each worker's first sandbox).
+(joining the cluster, starting the workers, each worker's first sandbox). ``driver_cpu_ms_per_episode``
+is this process's CPU time (setup included) over the episodes: all of the work with the local
+executor (sandboxes' own processes aside), only the driver's share with Ray.
 
 The driver's own cost per episode is measured apart: decoding a returned HumanEval trajectory,
 encoding it and appending it to the JSONL file (what :func:`evaluate` does for each). Sizes: an
@@ -61,7 +63,7 @@ def workloads(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 async def one_run(work: dict[str, Any], executor: Executor, workers: int) -> tuple[dict[str, float], Trajectory]:
     """One evaluation in a fresh event loop (fresh pools): episodes/s from the first episode, and setup."""
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
         try:
             summary, trajectories = await evaluate(
@@ -72,12 +74,14 @@ async def one_run(work: dict[str, Any], executor: Executor, workers: int) -> tup
             await shutdown_pools()
     if summary.successes != summary.episodes:
         raise RuntimeError(f"{summary.episodes - summary.successes} episodes failed: {summary.failures}")
-    total = time.monotonic() - started
+    total, cpu = time.monotonic() - started, time.process_time() - cpu
     return {
         "episodes": summary.episodes,
         "episodes_per_s": summary.episodes_per_second,
         "ms_per_episode": summary.wall_seconds / summary.episodes * 1e3,
         "setup_s": total - summary.wall_seconds,
+        # this process only: all of the work with the local executor, the driver's share with Ray
+        "driver_cpu_ms_per_episode": cpu / summary.episodes * 1e3,
     }, trajectories[0]
 
 
@@ -154,9 +158,10 @@ def main() -> None:
              for setup in ("ray-1", "ray-2")}
     driver = {**driver_cost(sample, 200 if args.quick else 2000), "episode_spec_bytes": spec_bytes(sample)}
     print(f"\nmedian (min–max) of {args.repeat} round(s); {os.cpu_count()} CPUs\n"
-          f"{'setup':<7} {'workload':<11} {'episodes/s':>22} {'setup s':>18}")
+          f"{'setup':<7} {'workload':<11} {'episodes/s':>22} {'setup s':>18} {'driver CPU-ms/ep':>20}")
     for (setup, work), s in by.items():
-        print(f"{setup:<7} {work:<11} {fmt(s['episodes_per_s'], '{:.1f}'):>22} {fmt(s['setup_s'], '{:.1f}'):>18}")
+        print(f"{setup:<7} {work:<11} {fmt(s['episodes_per_s'], '{:.1f}'):>22} {fmt(s['setup_s'], '{:.1f}'):>18} "
+              f"{fmt(s['driver_cpu_ms_per_episode'], '{:.2f}'):>20}")
     for setup, ms in added.items():
         print(f"Ray adds per episode ({setup}, one in flight): {fmt(ms, '{:.1f}')} ms")
     print(f"driver per episode: {driver['us_per_episode']:.0f} µs (decode, encode, append, flush; "

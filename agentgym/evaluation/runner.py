@@ -131,16 +131,18 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
     bar = tqdm(total=len(jobs), initial=len(done), desc=f"{env_id} · {policy.name}", unit="ep",
                disable=None if progress else True, dynamic_ncols=True)
     results = dict(done)
+    successes = sum(t.success for t in done.values())  # kept as a count: a recount per episode is quadratic
     fatal: list[PolicyError] = []
 
     def on_result(t: Trajectory, error: PolicyError | None) -> None:
+        nonlocal successes
+        successes += t.success - (results[_key(t)].success if _key(t) in results else 0)
         results[_key(t)] = t
         if sink is not None:
             # One small line per finished episode: a plain blocking write keeps the file ordered.
             sink.write(t.model_dump_json() + "\n")
             sink.flush()
         bar.update(1)
-        successes = sum(r.success for r in results.values())
         bar.set_postfix(success=f"{successes}/{len(results)}")
         if error is not None and not fatal:
             fatal.append(error)
