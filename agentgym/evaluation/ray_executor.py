@@ -199,12 +199,11 @@ class RayExecutor:
             self._started_ray = True
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
         count = self.workers or len(nodes)
-        started = [self._start(nodes[i % len(nodes)]) for i in range(count)]
-        results = await asyncio.gather(*(self._ready(w) for w in started), return_exceptions=True)
-        for worker, result in zip(started, results, strict=True):
+        self._pool = [self._start(nodes[i % len(nodes)]) for i in range(count)]  # close() stops them, ready or not
+        results = await asyncio.gather(*(self._ready(w) for w in self._pool), return_exceptions=True)
+        for worker, result in zip(self._pool, results, strict=True):
             if isinstance(result, BaseException):
                 raise AgentgymError(f"Ray worker on node {worker.node[:12]} cannot play this run: {_reason(result)}")
-        self._pool = started
 
     def _start(self, node: str) -> _Worker:
         ray = _ray()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.errors import AgentgymError
+from agentgym.errors import AgentgymError, PolicyError
 from agentgym.evaluation import evaluate
 from agentgym.evaluation.ray_executor import RayExecutor
 from agentgym.types import Task, read_jsonl
@@ -98,6 +99,28 @@ async def test_a_policy_that_cannot_travel_is_refused_before_anything_runs(tmp_p
     with pytest.raises(AgentgymError, match=r"cannot be pickled: TypeError: cannot pickle '_thread\.lock'"):
         await evaluate(COUNTER, Unpicklable(), tasks=counter_tasks(1), executor="ray", out=out, progress=False)
     assert not out.exists()
+
+
+class NoKeyOnWorkers(Counting):
+    """A policy whose credentials are in the driver's environment only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.driver = os.getpid()
+
+    def check(self) -> None:
+        if os.getpid() != self.driver:
+            raise PolicyError("counting: no credentials for provider 'x': set X_API_KEY", fatal=True)
+
+
+async def test_a_worker_that_cannot_play_the_run_stops_it_before_the_first_episode(tmp_path, ray_cluster):
+    out = tmp_path / "run.jsonl"
+    executor = RayExecutor(ray_cluster)
+    with pytest.raises(AgentgymError, match=r"^Ray worker on node \w+ cannot play this run: PolicyError: counting: "
+                                            r"no credentials for provider 'x': set X_API_KEY$"):
+        await evaluate(COUNTER, NoKeyOnWorkers(), tasks=counter_tasks(2), executor=executor, out=out,
+                       progress=False)
+    assert not out.exists() and executor.pool and not any(w.alive for w in executor.pool)
 
 
 def test_ray_options_need_the_ray_executor(tmp_path, capsys):
