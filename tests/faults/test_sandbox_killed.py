@@ -59,7 +59,9 @@ async def test_a_container_killed_mid_episode_is_a_recorded_error_and_resume_rep
         rows = {t.task_id: t for t in read_jsonl(out)}
         assert sorted(rows) == sorted(f"HumanEval/{i}" for i in range(TASKS)) and len(read_jsonl(out)) == TASKS
         failed = [t for t in rows.values() if t.outcome == "error"]
-        assert 1 <= len(failed) <= 2 and victims  # the episodes in flight; the others finished
+        # The episodes in flight, and any that was handed a killed spare before its pool saw it die;
+        # every other episode finished.
+        assert victims and 1 <= len(failed) < TASKS
         for t in failed:
             assert t.failure is not None and t.failure.startswith("SandboxError: ")
         assert summary.successes == TASKS - len(failed)
