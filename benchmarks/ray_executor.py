@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -124,6 +126,8 @@ def rounds(setup: str, make: Any, workers: int, works: dict[str, dict[str, Any]]
 
 
 def main() -> None:
+    # A benchmark stopped with SIGTERM (``timeout``, ``kill``) still stops the Ray nodes it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=164, help="HumanEval tasks")
     parser.add_argument("--toy-samples", type=int, default=100, help="episodes per toy task (3 tasks)")
