@@ -72,6 +72,7 @@ def _default_out(env_id: str, model: str) -> Path:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from agentgym.evaluation import RunStopped, evaluate
+    from agentgym.evaluation.executors import get_executor
     from agentgym.policies import load_policy
     from agentgym.policies.litellm import UnknownModel
     from agentgym.registry import env_class
@@ -93,6 +94,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                "timeout": args.request_timeout, "concurrency": args.concurrency}
     policy = load_policy(args.model, cls, **{k: v for k, v in options.items() if v is not None})
     tasks = cls.load_tasks(args.tasks) if args.tasks is not None else None
+    executor_options: dict[str, Any] = {}
+    if args.executor == "ray":
+        executor_options = {"address": args.ray_address, "workers": args.ray_workers}
+    elif args.ray_address is not None or args.ray_workers is not None:
+        raise AgentgymError("--ray-address and --ray-workers need --executor ray")
+    executor = get_executor(args.executor, **executor_options)
     if args.out:
         out = Path(args.out)
     else:
@@ -107,6 +114,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 args.env, policy, tasks=tasks, task_file=args.tasks, limit=args.limit, samples=args.samples,
                 seed=args.seed, concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
                 turn_timeout=args.turn_timeout, episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
+                executor=executor,
             )
         finally:
             await shutdown_pools()
@@ -174,6 +182,8 @@ def _at_least_one(kind: type[int] | type[float]) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agentgym.evaluation.executors import EXECUTORS
+
     parser = argparse.ArgumentParser(prog="agentgym", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -193,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=count, help="only the first N tasks")
     ev.add_argument("--samples", type=count, default=1, help="episodes per task (reports pass@k)")
     ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--concurrency", type=count, default=8, help="episodes (and model calls) in flight")
+    ev.add_argument("--concurrency", type=count, default=8,
+                    help="episodes (and model calls) in flight; with --executor ray, on each worker")
     ev.add_argument("--sandbox", default="auto", choices=SANDBOXES)
     from agentgym.sandboxes.cli import add_docker_host_option
 
@@ -210,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     again.add_argument("--overwrite", action="store_true", help="replace the trajectories --out holds")
     ev.add_argument("--turn-timeout", type=seconds, default=600.0, help="seconds for one turn")
     ev.add_argument("--episode-timeout", type=seconds, default=3600.0, help="seconds for one episode")
+    ev.add_argument("--executor", choices=EXECUTORS, default="local",
+                    help="where episodes are played: in this process, or on Ray workers (needs agentgym[ray]); "
+                         "not part of the run's identity: --resume may switch it")
+    ev.add_argument("--ray-address", help="the Ray cluster to join (host:port, ray://host:port, auto); default "
+                                          "RAY_ADDRESS, else a local cluster started for the run")
+    ev.add_argument("--ray-workers", type=count, help="Ray workers to start (default one per node)")
     ev.add_argument("--api-base", help="endpoint for the model's provider (an OpenAI-compatible server)")
     ev.add_argument("--temperature", type=float)
     ev.add_argument("--max-tokens", type=count)

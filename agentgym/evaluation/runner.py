@@ -11,12 +11,12 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from agentgym.errors import AgentgymError, DataError, PolicyError
+from agentgym.evaluation.executors import Executor, RunSpec, get_executor
 from agentgym.evaluation.metrics import Summary, summarize
 from agentgym.evaluation.runfile import RunFiles, run_identity
-from agentgym.policies.base import Policy, Reply
-from agentgym.registry import env_class, make
-from agentgym.rollout import run_many
-from agentgym.types import Message, Task, ToolSpec, Trajectory
+from agentgym.policies.base import Policy
+from agentgym.registry import make
+from agentgym.types import Task, Trajectory
 
 #: Outcomes that count as done on ``resume``; ``error`` and ``cancelled`` episodes are played again.
 FINISHED = frozenset({"terminated", "truncated", "timeout"})
@@ -47,6 +47,7 @@ async def evaluate(
     episode_timeout: float | None = None,
     env_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
+    executor: Executor | str | None = None,
 ) -> tuple[Summary, list[Trajectory]]:
     """Play every task ``samples`` times and summarise.
 
@@ -59,6 +60,11 @@ async def evaluate(
     ``out`` was made by the same run (env, env arguments, policy settings, agentgym version,
     unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``.
 
+    Episodes are played by ``executor`` (see :mod:`agentgym.evaluation.executors`): in this process
+    by default, or on a Ray cluster (``"ray"``, or a configured ``RayExecutor``). Either way only
+    this process writes ``out``, and the executor is not part of the run's identity: a run started
+    on one may be resumed on the other.
+
     Args:
         env_id: A registered environment id.
         policy: The policy to evaluate.
@@ -67,7 +73,7 @@ async def evaluate(
         limit: Play only the first ``limit`` tasks.
         samples: Episodes per task (seeds ``seed`` .. ``seed + samples - 1``); gives pass@k.
         seed: First seed.
-        concurrency: Episodes in flight at once.
+        concurrency: Episodes in flight at once (per worker, with an executor that has several).
         out: JSONL file for trajectories; its directory must exist.
         resume: Keep finished episodes found in ``out`` instead of starting over.
         overwrite: Replace what ``out`` holds; without it (or ``resume``) a non-empty ``out`` is refused.
@@ -75,6 +81,7 @@ async def evaluate(
         episode_timeout: Seconds allowed for one episode.
         env_kwargs: Keyword arguments for ``make(env_id, ...)`` (``sandbox_backend="local"``...).
         progress: Show a progress bar on a terminal.
+        executor: ``"local"`` (the default), ``"ray"``, or an :class:`~agentgym.evaluation.executors.Executor`.
 
     Raises:
         ValueError: ``limit``, ``samples`` or ``concurrency`` is below 1.
@@ -89,12 +96,10 @@ async def evaluate(
     if callable(check):
         check()
     env_kwargs = dict(env_kwargs or {})
-
-    def make_env() -> Any:
-        return make(env_id, **env_kwargs)
+    chosen = get_executor(executor)
 
     if tasks is None:
-        probe = make_env()
+        probe = make(env_id, **env_kwargs)
         try:
             tasks = list(probe.tasks())
         finally:
@@ -104,7 +109,18 @@ async def evaluate(
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
     inputs = [p for p in (task_file, env_kwargs.get("tasks_path")) if p]
     files = RunFiles(out, inputs=inputs) if out is not None else None
-    await _start_a_sandbox(env_id, env_kwargs)
+    try:
+        await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
+        return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
+                           overwrite=overwrite, progress=progress)
+    finally:
+        await chosen.close()
+
+
+async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: list[Task],
+                jobs: list[tuple[Task, int]], files: RunFiles | None, executor: Executor, *, resume: bool,
+                overwrite: bool, progress: bool) -> tuple[Summary, list[Trajectory]]:
+    """Open the run's files, have ``executor`` play what is not done yet, write each episode as it ends."""
     done: dict[tuple[str, int | None], Trajectory] = {}
     sink: IO[str] | None = None
     if files is not None:
@@ -115,32 +131,33 @@ async def evaluate(
     bar = tqdm(total=len(jobs), initial=len(done), desc=f"{env_id} · {policy.name}", unit="ep",
                disable=None if progress else True, dynamic_ncols=True)
     results = dict(done)
-    watch = _FatalWatch(policy)
+    successes = sum(t.success for t in done.values())  # kept as a count: a recount per episode is quadratic
+    fatal: list[PolicyError] = []
 
-    def on_result(t: Trajectory) -> None:
+    def on_result(t: Trajectory, error: PolicyError | None) -> None:
+        nonlocal successes
+        successes += t.success - (results[_key(t)].success if _key(t) in results else 0)
         results[_key(t)] = t
         if sink is not None:
             # One small line per finished episode: a plain blocking write keeps the file ordered.
             sink.write(t.model_dump_json() + "\n")
             sink.flush()
         bar.update(1)
-        successes = sum(r.success for r in results.values())
         bar.set_postfix(success=f"{successes}/{len(results)}")
-        if watch.error is not None and not watch.stopping:
-            watch.stopping = True
+        if error is not None and not fatal:
+            fatal.append(error)
             runner.cancel()
 
     started = time.monotonic()
-    runner = asyncio.ensure_future(run_many(make_env, watch, todo, on_result=on_result, concurrency=concurrency,
-                                            turn_timeout=turn_timeout, episode_timeout=episode_timeout))
+    runner = asyncio.ensure_future(executor.run(todo, on_result))
     try:
         await runner
     except asyncio.CancelledError:
         current = asyncio.current_task()
-        if watch.error is None or (current is not None and current.cancelling()):
+        if not fatal or (current is not None and current.cancelling()):
             raise
-        raise RunStopped(f"stopped after {len(results) - len(done)} episode(s): {watch.error}; nothing later "
-                         "could succeed. Fix it and rerun with --resume") from watch.error
+        raise RunStopped(f"stopped after {len(results) - len(done)} episode(s): {fatal[0]}; nothing later "
+                         "could succeed. Fix it and rerun with --resume") from fatal[0]
     finally:
         bar.close()
         if sink is not None:
@@ -160,37 +177,3 @@ def _refuse_duplicate_ids(tasks: Sequence[Task]) -> None:
             raise DataError(f"task id {task.id!r} is used twice (tasks #{first[task.id] + 1} and #{i + 1}); "
                             "every task needs its own id")
         first[task.id] = i
-
-
-async def _start_a_sandbox(env_id: str, env_kwargs: dict[str, Any]) -> None:
-    """For an env that needs sandboxes, take one from the shared pool now and give it back.
-
-    An unknown backend, a Docker engine that does not answer, a missing image: each would otherwise
-    fail every episode the same way. The sandbox goes back to the pool for the first episode.
-    """
-    image = env_class(env_id).sandbox_image
-    backend = env_kwargs.get("sandbox_backend", "auto")
-    if image is None or not isinstance(backend, str):
-        return
-    from agentgym.sandboxes import acquire
-
-    sandbox = await acquire(backend, image=image)
-    await sandbox.close()
-
-
-class _FatalWatch:
-    """The policy, seen through a window that keeps the first fatal :class:`PolicyError`, to stop the run on it."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.name = policy.name
-        self.error: PolicyError | None = None
-        self.stopping = False
-
-    async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
-        try:
-            return await self.policy.act(messages, tools, task=task)
-        except PolicyError as e:
-            if e.fatal and self.error is None:
-                self.error = e
-            raise

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-Fault = Literal["400", "401", "403", "404", "429", "500", "503", "hang", "bad_json"]
+Fault = Literal["400", "401", "403", "404", "429", "500", "503", "hang", "bad_json", "truncated"]
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 _ERRORS = {
@@ -78,7 +78,8 @@ class FakeOpenAI:
             usually built with :func:`completion`.
         faults: Faults served, in order, before normal answers: an HTTP error by its status (``"429"``,
             ``"500"``, ``"503"``, ``"400"``, ``"401"``, ``"403"``, ``"404"``), ``"hang"`` (the
-            response never comes until the client gives up), ``"bad_json"``.
+            response never comes until the client gives up), ``"bad_json"`` (a 200 whose body is not
+            JSON), ``"truncated"`` (a 200 whose connection closes halfway through the promised body).
         fault_every: Instead of (or after) the ``faults`` queue, inject ``fault_cycle`` faults
             one request in every ``fault_every``.
         fault_cycle: The faults used with ``fault_every``, in rotation.
@@ -141,6 +142,9 @@ class FakeOpenAI:
         if fault == "bad_json":
             self._count("bad_json")
             return web.Response(status=200, text="{not json", content_type="application/json")
+        if fault == "truncated":
+            self._count("truncated")
+            return await self._truncated(request, body)
         if fault is not None:
             status, kind, code, message = _ERRORS[fault]
             self._count(fault)
@@ -155,6 +159,17 @@ class FakeOpenAI:
                                      status=500)
         self._count("ok")
         return web.json_response(answer)
+
+    async def _truncated(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """Promise a whole answer's length, send half of it, and drop the connection."""
+        whole = json.dumps(self.responder(body)).encode()
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
+                                                           "Content-Length": str(len(whole))})
+        await response.prepare(request)
+        await response.write(whole[: len(whole) // 2])
+        if request.transport is not None:
+            request.transport.close()
+        return response
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})

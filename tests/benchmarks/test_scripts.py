@@ -120,3 +120,18 @@ def test_sandbox_fork(tmp_path: Path) -> None:
         assert ("fork_warm_pool_s" in row) == (place == "tmpfs")
     images = engine.client().api.images(all=True, filters={"reference": "agentgym-bench-fork"})
     assert images == []  # the root scenario's base image is removed
+
+
+def test_ray_executor(tmp_path: Path) -> None:
+    result = run_quick("ray_executor", tmp_path)
+    rows = {(r["setup"], r["workload"]): r for r in result["rows"]}
+    setups, workloads = ("local", "ray-1", "ray-2"), ("toy", "toy-serial", "humaneval")
+    assert set(rows) == {(s, w) for s in setups for w in workloads}
+    for (_, workload), row in rows.items():
+        assert [r["episodes"] for r in row["runs"]] == [{"toy": 15, "toy-serial": 3, "humaneval": 8}[workload]]
+        assert is_spread(row["summary"]["episodes_per_s"]) and row["summary"]["episodes_per_s"]["min"] > 0
+    assert [len(c["node_start_s"]) for c in result["clusters"].values()] == [1, 2]
+    assert set(result["ray_adds_ms_per_episode"]) == {"ray-1", "ray-2"}
+    assert all(is_spread(v) for v in result["ray_adds_ms_per_episode"].values())
+    driver = result["driver"]
+    assert driver["us_per_episode"] > 0 and driver["episode_spec_bytes"] > 1000 < driver["trajectory_json_bytes"]
