@@ -26,8 +26,8 @@ def test_gui_browser(tmp_path: Path) -> None:
         assert set(summary["screenshot_ms"]) == {"playwright_png", "playwright_png_clip", "playwright_jpeg80_clip",
                                                  "cdp_png_clip_fast", "cdp_jpeg80_clip_fast"}
         assert len(row["runs"]) == 2 and row["runs"][0]["fastest_screenshot"] in summary["screenshot_ms"]
-        assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "reset"}
+        assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "click_read", "screenshot", "reset"}
         assert all(ratio > 0 for ratio in row["selenium_over_ours"].values())
     selenium = result["selenium"]["summary"]
-    for key in ("start_ms", "reset_ms", "step_ms", "step_screenshot_ms"):
+    for key in ("start_ms", "reset_ms", "step_ms", "step_screenshot_ms", "click_read_ms", "screenshot_ms"):
         assert is_spread(selenium[key]) and selenium[key]["min"] > 0, key
