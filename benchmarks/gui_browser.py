@@ -9,7 +9,7 @@ Chromium) it measures, as p50s over samples and median [min, max] over repeated 
 - ``step_ms``: a mouse click and one read of reward/done; ``step_screenshot_ms``: the same plus the
   fastest screenshot;
 - ``screenshot_ms``: each capture option (Playwright PNG/JPEG, full or clipped to the 160x210 task;
-  CDP ``Page.captureScreenshot`` with ``optimizeForSpeed``);
+  CDP ``Page.captureScreenshot`` with ``optimizeForSpeed``, PNG or JPEG, whole viewport or clipped);
 - ``idle_mib``: the idle browser's memory (docker: the container's cgroup, page cache excluded;
   local: PSS of Chromium's processes).
 
@@ -90,8 +90,10 @@ async def start_episode(page: Any, seed: int) -> None:
 
 
 def screenshot_options(page: Any, cdp: Any) -> dict[str, Callable[[], Awaitable[Any]]]:
-    async def cdp_capture(fmt: str) -> bytes:
-        params = {"format": fmt, "clip": {**CLIP, "scale": 1}, "optimizeForSpeed": True}
+    async def cdp_capture(fmt: str, clip: bool) -> bytes:
+        params: dict[str, Any] = {"format": fmt, "optimizeForSpeed": True}
+        if clip:
+            params["clip"] = {**CLIP, "scale": 1}
         if fmt == "jpeg":
             params["quality"] = 80
         return base64.b64decode((await cdp.send("Page.captureScreenshot", params))["data"])
@@ -100,8 +102,10 @@ def screenshot_options(page: Any, cdp: Any) -> dict[str, Callable[[], Awaitable[
         "playwright_png": lambda: page.screenshot(),
         "playwright_png_clip": lambda: page.screenshot(clip=CLIP),
         "playwright_jpeg80_clip": lambda: page.screenshot(clip=CLIP, type="jpeg", quality=80),
-        "cdp_png_clip_fast": lambda: cdp_capture("png"),
-        "cdp_jpeg80_clip_fast": lambda: cdp_capture("jpeg"),
+        "cdp_png_fast": lambda: cdp_capture("png", clip=False),
+        "cdp_jpeg80_fast": lambda: cdp_capture("jpeg", clip=False),
+        "cdp_png_clip_fast": lambda: cdp_capture("png", clip=True),
+        "cdp_jpeg80_clip_fast": lambda: cdp_capture("jpeg", clip=True),
     }
 
 

@@ -24,7 +24,8 @@ def test_gui_browser(tmp_path: Path) -> None:
                     "step_screenshot_ms", "idle_mib"):
             assert is_spread(summary[key]) and summary[key]["min"] > 0, key
         assert set(summary["screenshot_ms"]) == {"playwright_png", "playwright_png_clip", "playwright_jpeg80_clip",
-                                                 "cdp_png_clip_fast", "cdp_jpeg80_clip_fast"}
+                                                 "cdp_png_fast", "cdp_jpeg80_fast", "cdp_png_clip_fast",
+                                                 "cdp_jpeg80_clip_fast"}
         assert len(row["runs"]) == 2 and row["runs"][0]["fastest_screenshot"] in summary["screenshot_ms"]
         assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "click_read", "screenshot", "reset"}
         assert all(ratio > 0 for ratio in row["selenium_over_ours"].values())
