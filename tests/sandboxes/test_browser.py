@@ -306,3 +306,11 @@ async def test_a_browser_whose_owner_is_killed_goes_away_or_is_pruned() -> None:
     await wait_until(gone_or_leaked, "the container ends or counts as leaked")
     prune(labels={**BROWSER_LABEL, "agentgym.owner_pid": str(owner.pid)})
     assert container not in browser_containers()
+
+
+def test_importing_agentgym_or_the_browser_package_loads_no_playwright() -> None:
+    code = ("import sys, agentgym, agentgym.sandboxes, agentgym.sandboxes.browser; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('playwright', 'docker')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
