@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 from pathlib import Path
@@ -76,6 +77,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from agentgym.registry import env_class
 
     _import_modules(args.imports)
+    if args.docker_hosts:  # through the environment, so that worker processes see them too
+        from agentgym.sandboxes import hosts
+
+        os.environ[hosts.ENV_VAR] = ",".join(map(str, args.docker_hosts))
     cls = env_class(args.env)
     env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
     if args.max_turns is not None:
@@ -190,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--concurrency", type=count, default=8, help="episodes (and model calls) in flight")
     ev.add_argument("--sandbox", default="auto", choices=SANDBOXES)
+    from agentgym.sandboxes.cli import add_docker_host_option
+
+    add_docker_host_option(ev, "a Docker engine for sandboxes, with the most sandboxes it may hold")
     ev.add_argument("--tasks", help="a task file in the env's format (read by the env's load_tasks)")
     ev.add_argument("--max-turns", type=count)
     ev.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",

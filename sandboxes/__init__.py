@@ -11,17 +11,20 @@ The front door::
         await sandbox.close()
 
 Backends (``docker``, ``local``) start the same in-sandbox agent and pass the same conformance
-suite; see :mod:`agentgym.sandboxes.base` for the contract. Nothing here imports the docker SDK
+suite; see :mod:`agentgym.sandboxes.base` for the contract. Docker sandboxes can spread over
+several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing here imports the docker SDK
 until a Docker sandbox is asked for.
 """
 
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.builder import build_image, image_tag
+from agentgym.sandboxes.hosts import Endpoint
 from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
 
 __all__ = [
     "ContainerInfo",
+    "Endpoint",
     "ExecResult",
     "Limits",
     "PythonResult",

@@ -29,6 +29,7 @@ from typing import Any
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
+from agentgym.sandboxes.hosts import Endpoint
 
 MOUNT = "/run/agentgym"  # where the directory appears inside the container
 SOCKET_NAME = "agent.sock"
@@ -37,16 +38,17 @@ LABEL = f"{engine.LABEL}.rundir"  # on the container: which directory is its own
 STALE_SECONDS = 60  # a directory no container names is left alone this long (it may be mid-creation)
 
 
-def usable() -> bool:
+def usable(endpoint: Endpoint | None = None) -> bool:
     """Whether the engine shares this machine's filesystem: a local unix-socket engine, not tcp:// or ssh://."""
-    return str(engine.client().api.base_url) == "http+docker://localhost"  # docker-py's name for a unix socket
+    return str(engine.client(endpoint).api.base_url) == "http+docker://localhost"  # docker-py's name for a unix socket
 
 
 class Listener:
     """The host end, made before the container: a fresh directory with a listening socket in it."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix=PREFIX)
+        pid = os.getpid()
+        self.dir = tempfile.mkdtemp(prefix=f"{PREFIX}{pid}.{engine.process_start(pid)}-")
         self.path = os.path.join(self.dir, SOCKET_NAME)
         self._sock: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -113,14 +115,27 @@ def remove_dir(path: str) -> None:
 
 
 def remove_stale(in_use: set[str]) -> list[str]:
-    """Remove our directories that no container in ``in_use`` names and that are old; return them."""
+    """Remove our directories that are old, that no container in ``in_use`` names and whose owner is gone; return them.
+
+    The owner (pid and start time, in the name) keeps a directory whose container runs on an
+    engine ``in_use`` was not gathered from: a process may have sandboxes on several local engines.
+    """
     removed = []
     for path in glob.glob(os.path.join(tempfile.gettempdir(), PREFIX + "*")):
         try:
-            if path in in_use or time.time() - os.stat(path).st_mtime < STALE_SECONDS:
+            if path in in_use or time.time() - os.stat(path).st_mtime < STALE_SECONDS or _owner_alive(path):
                 continue
         except FileNotFoundError:
             continue
         remove_dir(path)
         removed.append(path)
     return removed
+
+
+def _owner_alive(path: str) -> bool:
+    """Whether the process named in a directory's name (``PREFIX<pid>.<start>-...``) still runs."""
+    owner = os.path.basename(path)[len(PREFIX):].split("-", 1)[0]
+    pid, _, start = owner.partition(".")
+    if not pid.isdigit() or not start:
+        return False  # a name from before owners were recorded: the containers alone decide
+    return engine.process_start(int(pid)) == start

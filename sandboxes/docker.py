@@ -14,7 +14,10 @@ and Docker removes the container. The labels from
 :func:`~agentgym.sandboxes.engine.owner_labels` let :mod:`~agentgym.sandboxes.reaper` remove the rest.
 
 Docker SDK calls block, so they run in a thread; the request stream is a non-blocking socket on the
-event loop, and a call round trip costs a fraction of a millisecond.
+event loop (the attach stream is opened there too, by :mod:`~agentgym.sandboxes.attach`), and a call
+round trip costs a fraction of a millisecond. Each container runs on one engine, an
+:class:`~agentgym.sandboxes.hosts.Endpoint` chosen by capacity; engines other than a local unix
+socket get the attach stream, since the direct socket needs a shared filesystem.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import builder, channel, engine, reaper
+from agentgym.sandboxes import attach, builder, channel, engine, hosts, reaper
 from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.hosts import Endpoint
 from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
 from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox, agent_config, agent_source
 
 if TYPE_CHECKING:
-    import socket
+    from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
 
@@ -50,78 +54,101 @@ ENVIRONMENT = {
 # Memory, processes and disk are the engine's job (cgroups, tmpfs); these are per-process extras.
 NOFILE = 4096
 
-_ready_images: set[str] = set()
-_direct: bool | None = None  # requests over a unix socket (decided on first use), not the attach stream
-_direct_proven = False  # a direct sandbox has worked in this process: later failures are not the path's
+_ready_images: set[tuple[Endpoint, str]] = set()
+_reaped: set[Endpoint] = set()
+_direct: dict[Endpoint, bool] = {}  # per engine: requests over a unix socket (decided on first use), not attach
+_direct_proven: set[Endpoint] = set()  # engines where a direct sandbox has worked: later failures are not the path's
 
 
 class DockerSandbox(AgentSandbox):
-    """A sandbox that is one container; ``id`` is the container id."""
+    """A sandbox that is one container; ``id`` is the container id, ``endpoint`` the engine it runs on."""
 
     recyclable = True  # code is CODE_USER in the container's own pid, IPC and mount namespaces
 
-    def __init__(self, id: str, limits: Limits, client: AgentClient, attach: Any, rundir: str | None) -> None:
-        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir))
-        self._attach = attach  # keeps the HTTP response that owns the hijacked socket alive
+    def __init__(
+        self, id: str, limits: Limits, client: AgentClient, attach: Any, rundir: str | None,
+        slot: hosts.Slot | None = None,
+    ) -> None:
+        self.endpoint = slot.endpoint if slot is not None else hosts.default()
+        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot))
+        self._attach = attach  # the attach stream's transport (it carries the agent's stderr)
 
 
-def _destroy(container_id: str, rundir: str | None) -> None:
+def _destroy(container_id: str, rundir: str | None, endpoint: Endpoint, slot: hosts.Slot | None = None) -> None:
     try:
-        engine.remove_container(container_id)
+        engine.remove_container(container_id, endpoint)
     finally:
+        if slot is not None:
+            slot.release()
         if rundir is not None:
             channel.remove_dir(rundir)
 
 
-async def create(image: str = "python", limits: Limits | None = None) -> DockerSandbox:
+async def create(
+    image: str = "python", limits: Limits | None = None, hosts_: Sequence[Endpoint] | None = None,
+    *, place_seconds: float = hosts.PLACE_SECONDS,
+) -> DockerSandbox:
     """Start a container sandbox from ``image`` (a recipe name or an image reference).
 
-    Builds the recipe's image on first use (about a minute, once per machine) and reaps leaked
-    containers on the first call in a process. Requests go over a direct unix socket when the
-    engine is local (:mod:`~agentgym.sandboxes.channel`), else over the attach socket; if the
-    first direct start in a process fails, the process keeps to the attach socket from then on.
+    The container goes to the least loaded of ``hosts_`` (default: the process's configured
+    endpoints, see :mod:`~agentgym.sandboxes.hosts`), waiting up to ``place_seconds`` for a place
+    when all are full (an idle pool spare gives its place up).
+    Makes sure the image is on that engine on first use there (copied from another engine that
+    has it, else built: about a minute) and reaps leaked containers on the first call per engine.
+    Requests go over a direct unix socket when the engine is local
+    (:mod:`~agentgym.sandboxes.channel`), else over the attach stream; if the first direct start
+    on an engine fails, the process keeps to the attach stream there from then on.
 
     Raises:
-        SandboxError: No engine, the image cannot be had, or the agent does not start.
+        SandboxError: No engine, the image cannot be had, no place within a minute, or the agent does not start.
     """
-    global _direct
     limits = limits or Limits()
-    ref = await asyncio.to_thread(_prepare, image)
-    if _direct is None:
-        _direct = await asyncio.to_thread(channel.usable)
-    if not _direct:
-        return await _create(ref, limits, direct=False)
+    slot = await hosts.place(hosts_ or hosts.configured(), place_seconds)
     try:
-        sandbox = await _create(ref, limits, direct=True)
+        return await _create_on(slot, image, limits)
+    except BaseException:
+        slot.release()
+        raise
+
+
+async def _create_on(slot: hosts.Slot, image: str, limits: Limits) -> DockerSandbox:
+    endpoint = slot.endpoint
+    ref = await asyncio.to_thread(_prepare, image, endpoint)
+    if endpoint not in _direct:
+        _direct[endpoint] = endpoint.local and await asyncio.to_thread(channel.usable, endpoint)
+    if not _direct[endpoint]:
+        return await _create(slot, ref, limits, direct=False)
+    try:
+        sandbox = await _create(slot, ref, limits, direct=True)
     except SandboxError as e:
-        if _direct_proven:
+        if endpoint in _direct_proven:
             raise
-        log.warning("the direct socket to Docker sandboxes does not work here (%s); using the attach stream", e)
-        _direct = False
-        return await _create(ref, limits, direct=False)
+        log.warning("the direct socket to Docker sandboxes on %s does not work (%s); using the attach stream",
+                    endpoint.url, e)
+        _direct[endpoint] = False
+        slot.hold()  # the failed sandbox gave its place back
+        return await _create(slot, ref, limits, direct=False)
     return sandbox
 
 
-async def _create(ref: str, limits: Limits, *, direct: bool) -> DockerSandbox:
-    global _direct_proven
+async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -> DockerSandbox:
+    endpoint = slot.endpoint
     listener = await asyncio.to_thread(channel.Listener) if direct else None
     rundir = listener.dir if listener is not None else None
     try:
-        container_id, attach = await asyncio.to_thread(_create_and_attach, ref, limits, rundir)
+        container_id = await asyncio.to_thread(_create_container, endpoint, ref, limits, rundir)
     except BaseException:
         if listener is not None:
             listener.close()
             channel.remove_dir(listener.dir)
         raise
     loop = asyncio.get_running_loop()
-    raw: socket.socket = attach._sock
-    raw.setblocking(False)
     attach_protocol: AgentProtocol | None = None
     try:
-        attached, attach_protocol = await loop.create_connection(
-            lambda: AgentProtocol(multiplexed=True), sock=raw
+        attached, attach_protocol = await attach.open_stream(
+            endpoint, container_id, lambda: AgentProtocol(multiplexed=True), STARTUP_TIMEOUT
         )
-        await asyncio.to_thread(engine.client().api.start, container_id)
+        await asyncio.to_thread(engine.client(endpoint).api.start, container_id)
         transport: asyncio.WriteTransport = attached
         protocol = attach_protocol
         if listener is not None:
@@ -132,46 +159,47 @@ async def _create(ref: str, limits: Limits, *, direct: bool) -> DockerSandbox:
     except BaseException as e:
         if listener is not None:
             listener.close()
-        await asyncio.to_thread(_destroy, container_id, rundir)
+        await asyncio.to_thread(_destroy, container_id, rundir, endpoint)
         said = attach_protocol.lost if attach_protocol is not None else None  # the agent's own words on why
         if isinstance(e, SandboxError) and said:
             raise SandboxError(f"{e}: {said}") from e
         raise
     client = AgentClient(transport, protocol, name=container_id[:12])
-    sandbox = DockerSandbox(container_id, limits, client, attach, rundir)
+    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot)
     await sandbox._wait_ready()
-    _direct_proven = _direct_proven or direct
+    if direct:
+        _direct_proven.add(endpoint)
     return sandbox
 
 
-def _prepare(image: str) -> str:
-    """Once per process: reap leaked containers; once per image: make sure it exists."""
+def _prepare(image: str, endpoint: Endpoint) -> str:
+    """Once per process and engine: reap leaked containers; once per image and engine: make sure it exists."""
     import docker
 
-    if not _ready_images:
-        reaper.reap()
+    if endpoint not in _reaped:
+        reaper.reap(endpoint)
+        _reaped.add(endpoint)
     ref = builder.resolve(image)
-    if ref in _ready_images:
+    if (endpoint, ref) in _ready_images:
         return ref
     try:
-        ref = builder.ensure(image)
+        ref = builder.ensure(image, endpoint)
     except docker.errors.DockerException as e:
-        raise SandboxError(f"could not prepare image {image!r}: {e}") from e
-    _ready_images.add(ref)
+        raise SandboxError(f"could not prepare image {image!r} on {endpoint.url}: {e}") from e
+    _ready_images.add((endpoint, ref))
     return ref
 
 
-def _create_and_attach(ref: str, limits: Limits, rundir: str | None) -> tuple[str, Any]:
-    """Create the container and attach to its stdin/stdout/stderr before it starts.
+def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str | None) -> str:
+    """Create (not start) the container; the caller attaches to it before starting it, so no output is missed.
 
-    Attaching first means no output can be missed; the socket is hijacked from the HTTP response.
     With ``rundir`` the directory is mounted read-only at :data:`channel.MOUNT` and the agent
-    connects to the socket in it. The attach stream stays open either way: it carries the agent's
+    connects to the socket in it. The attach stream is opened either way: it carries the agent's
     stderr, and its closing (the owner died) ends the container.
     """
     import docker
 
-    api = engine.client().api
+    api = engine.client(endpoint).api
     disk = f"rw,nosuid,nodev,size={limits.disk_mb}m"
     host_config = api.create_host_config(
         auto_remove=True,
@@ -213,14 +241,6 @@ def _create_and_attach(ref: str, limits: Limits, rundir: str | None) -> tuple[st
             tty=False,
             host_config=host_config,
         )
-        container_id = created["Id"]
     except docker.errors.DockerException as e:
-        raise SandboxError(f"could not create a container from {ref}: {e}") from e
-    try:
-        attach = api.attach_socket(
-            container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-        )
-    except BaseException:
-        engine.remove_container(container_id)
-        raise
-    return container_id, attach
+        raise SandboxError(f"could not create a container from {ref} on {endpoint.url}: {e}") from e
+    return str(created["Id"])

@@ -1,4 +1,4 @@
-"""The one Docker client this process uses, whether an engine answers, and who owns a container.
+"""The Docker client this process keeps for each engine, whether an engine answers, and who owns a container.
 
 The docker SDK is imported here, inside functions, so that ``import agentgym`` never imports it.
 Every container agentgym starts carries labels naming its owner (process id, the process's start
@@ -15,6 +15,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes import hosts
+from agentgym.sandboxes.hosts import Endpoint
 
 if TYPE_CHECKING:
     import docker
@@ -23,33 +25,58 @@ LABEL = "agentgym"
 PING_TIMEOUT = 2.0
 
 
-@functools.cache
-def client() -> docker.DockerClient:
-    """The process-wide Docker client (from ``DOCKER_HOST`` or the default socket).
+def client(endpoint: Endpoint | None = None) -> docker.DockerClient:
+    """The process-wide Docker client for ``endpoint`` (default: the engine ``DOCKER_HOST`` names).
 
     Raises:
-        SandboxError: The docker SDK is missing or no engine answers.
+        SandboxError: The docker SDK is missing, the endpoint's certificates are, or no engine answers.
     """
+    return _client(endpoint or hosts.default())
+
+
+@functools.cache
+def _client(endpoint: Endpoint) -> docker.DockerClient:
     try:
         import docker
     except ImportError as e:  # pragma: no cover - docker is a core dependency
         raise SandboxError("the docker backend needs the docker SDK: pip install docker") from e
     try:
-        return docker.from_env(timeout=120)
+        return connect(endpoint, timeout=120)
     except docker.errors.DockerException as e:
         raise SandboxError(
-            f"no Docker engine answers ({e}); install and start Docker Engine "
+            f"no Docker engine answers at {endpoint.url} ({e}); install and start Docker Engine "
             "(https://docs.docker.com/engine/install/) or use the 'local' backend"
         ) from e
 
 
-@functools.cache
-def available() -> bool:
-    """Whether a Docker engine answers a ping within :data:`PING_TIMEOUT` seconds; cached."""
-    try:
-        import docker
+def connect(endpoint: Endpoint, *, timeout: float) -> docker.DockerClient:
+    """A new client for ``endpoint``: TLS with its certificates, ssh through the ``ssh`` command."""
+    import docker
 
-        probe = docker.from_env(timeout=PING_TIMEOUT)
+    if not endpoint.tls_verify:
+        return docker.DockerClient(base_url=endpoint.url, timeout=timeout, use_ssh_client=endpoint.scheme == "ssh")
+    ca, cert, key = endpoint.certificates()
+    tls = docker.tls.TLSConfig(client_cert=(cert, key), ca_cert=ca, verify=True)
+
+    def tls_client(version: str) -> docker.DockerClient:
+        made = docker.DockerClient(base_url=endpoint.url, tls=tls, timeout=timeout, version=version)
+        # requests would check the engine against REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE when set, not its ca.pem
+        made.api.trust_env = False
+        return made
+
+    probe = tls_client(docker.constants.MINIMUM_DOCKER_API_VERSION)
+    try:
+        version = probe.api.version(api_version=False)["ApiVersion"]
+    finally:
+        probe.close()
+    return tls_client(version)
+
+
+@functools.cache
+def available(endpoint: Endpoint | None = None) -> bool:
+    """Whether the engine at ``endpoint`` (default: ``DOCKER_HOST``'s) answers a ping within two seconds; cached."""
+    try:
+        probe = connect(endpoint or hosts.default(), timeout=PING_TIMEOUT)
         try:
             return bool(probe.ping())
         finally:
@@ -109,12 +136,12 @@ def owner_alive(labels: dict[str, Any]) -> bool:
     return bool(start) and start == labels.get(f"{LABEL}.owner_start", start)
 
 
-def remove_container(container_id: str) -> None:
-    """Kill and remove a container; one that is already gone (or going) is fine."""
+def remove_container(container_id: str, endpoint: Endpoint | None = None) -> None:
+    """Kill and remove a container on ``endpoint``; one that is already gone (or going) is fine."""
     import docker
 
     try:
-        client().api.remove_container(container_id, force=True)
+        client(endpoint).api.remove_container(container_id, force=True)
     except docker.errors.NotFound:
         pass
     except docker.errors.APIError as e:

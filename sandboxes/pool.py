@@ -25,12 +25,13 @@ import functools
 import logging
 import time
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.base import Limits, Sandbox
+from agentgym.sandboxes.hosts import PLACE_SECONDS, Endpoint, EndpointsFull, add_holder, configured
 from agentgym.sandboxes.sandbox import AgentSandbox
 
 log = logging.getLogger(__name__)
@@ -46,13 +47,13 @@ _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, Sand
 
 
 async def resolve_backend(backend: str) -> str:
-    """``"docker"``, ``"local"``, or for ``"auto"`` Docker when an engine answers (checked once), else local.
+    """``"docker"``, ``"local"``, or for ``"auto"`` Docker when a configured engine answers (checked once), else local.
 
     Raises:
         SandboxError: An unknown backend name.
     """
     if backend == "auto":
-        if await asyncio.to_thread(engine.available):
+        if await asyncio.to_thread(_any_engine):
             return "docker"
         _warn_no_docker()
         return "local"
@@ -61,8 +62,13 @@ async def resolve_backend(backend: str) -> str:
     return backend
 
 
-async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
+async def start(
+    backend: str, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None, *, spare: bool = False
+) -> AgentSandbox:
     """Create one sandbox now, with no pool (``backend`` already resolved).
+
+    A Docker sandbox goes to the least loaded of ``hosts`` (default: the configured endpoints); a
+    ``spare`` only where there is room now (:class:`~agentgym.sandboxes.hosts.EndpointsFull` if none).
 
     A caller cancelled mid-start does not leak: the start finishes and its sandbox is closed.
 
@@ -73,7 +79,8 @@ async def start(backend: str, image: str, limits: Limits) -> AgentSandbox:
     if backend == "docker":
         from agentgym.sandboxes import docker
 
-        creating = asyncio.ensure_future(docker.create(image, limits))
+        place_seconds = 0.0 if spare else PLACE_SECONDS
+        creating = asyncio.ensure_future(docker.create(image, limits, hosts, place_seconds=place_seconds))
     else:
         from agentgym.sandboxes import local
 
@@ -120,13 +127,18 @@ class SandboxPool:
             (default: ``size``).
         recycle: Wipe and reuse closed sandboxes (see above); ``False`` destroys each one after a
             single use.
+        hosts: Docker endpoints to spread sandboxes over, each up to its capacity (default: the
+            process's configured ones, see :mod:`~agentgym.sandboxes.hosts`).
     """
 
     def __init__(
         self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
-        *, max_size: int | None = None, recycle: bool = True,
+        *, max_size: int | None = None, recycle: bool = True, hosts: Sequence[Endpoint] | None = None,
     ) -> None:
         self.backend = backend
+        self.hosts = tuple(hosts) if hosts is not None else None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where its sandboxes live, once known
+        add_holder(self)
         self.image = image
         self.limits = limits or Limits()
         self.size = size
@@ -160,6 +172,7 @@ class SandboxPool:
         """
         if self._closed:
             raise SandboxError("the sandbox pool is shut down")
+        self._loop = asyncio.get_running_loop()
         self.backend = await resolve_backend(self.backend)
         while self._ready:
             sandbox = self._ready.popleft()
@@ -199,6 +212,7 @@ class SandboxPool:
         Raises:
             SandboxError: A spare could not be started; the message says why.
         """
+        self._loop = asyncio.get_running_loop()
         self.backend = await resolve_backend(self.backend)
         while self.ready < self.size and not self._closed:
             self._failure, self._backoff_until = None, 0.0
@@ -219,6 +233,22 @@ class SandboxPool:
         await asyncio.gather(*self._tasks, return_exceptions=True)  # starts in flight close what they make
         spares, self._ready = list(self._ready), collections.deque()
         await asyncio.gather(*(s.close() for s in spares))
+
+    def reclaim(self, endpoints: Sequence[Endpoint]) -> bool:
+        """Destroy a ready spare on one of ``endpoints``, for a caller who found them all full; whether there was one.
+
+        Only on this pool's own event loop. The pool then refills no sooner than a retry pause, and
+        a spare it starts later only takes a place that is free.
+        """
+        if self._loop is not asyncio.get_running_loop():
+            return False
+        for sandbox in self._ready:
+            if getattr(sandbox, "endpoint", None) in endpoints:
+                self._ready.remove(sandbox)
+                self._backoff_until = time.monotonic() + RETRY_SECONDS  # no refill into the freed place
+                self._spawn(sandbox.destroy())
+                return True
+        return False
 
     def _fit(self, sandbox: AgentSandbox) -> bool:
         """Alive, and with most of its wall time ahead."""
@@ -251,11 +281,11 @@ class SandboxPool:
         else:
             self._deliver(fresh)
 
-    async def _start(self) -> AgentSandbox:
+    async def _start(self, *, spare: bool = False) -> AgentSandbox:
         if self._gate is None:
             self._gate = asyncio.Semaphore(PARALLEL_STARTS)
         async with self._gate:
-            return await start(self.backend, self.image, self.limits)
+            return await start(self.backend, self.image, self.limits, self.hosts, spare=spare)
 
     def _refill(self) -> None:
         # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep,
@@ -280,11 +310,14 @@ class SandboxPool:
 
     async def _add_one(self) -> None:
         try:
-            sandbox = await self._start()
+            sandbox = await self._start(spare=True)
         except Exception as e:
             self._failure = str(e)
             self._backoff_until = time.monotonic() + RETRY_SECONDS
-            log.warning("could not start a spare %s sandbox: %s", self.backend, e)
+            if isinstance(e, EndpointsFull):  # no room for a spare: callers still get places, from spares too
+                log.info("no spare %s sandbox: %s", self.backend, e)
+            else:
+                log.warning("could not start a spare %s sandbox: %s", self.backend, e)
             return
         finally:
             self._starting -= 1
@@ -365,6 +398,11 @@ async def shutdown_pools() -> None:
     """Shut down this event loop's shared pools, destroying their spares."""
     pools = _shared.pop(asyncio.get_running_loop(), {})
     await asyncio.gather(*(p.shutdown() for p in pools.values()))
+
+
+def _any_engine() -> bool:
+    """Whether one of the configured Docker endpoints answers."""
+    return any(engine.available(endpoint) for endpoint in configured())
 
 
 @functools.cache

@@ -5,6 +5,11 @@ recycled) or its wall time is over. Containers normally remove themselves (see
 :mod:`agentgym.sandboxes.docker`); this catches the rest, e.g. an engine restarted under them.
 Both also remove the host directories of direct sockets (:mod:`agentgym.sandboxes.channel`) that
 no remaining container names: those of an owner that was killed before it could.
+
+Each call works on one engine (an :class:`~agentgym.sandboxes.hosts.Endpoint`; default: the one
+``DOCKER_HOST`` names); ``agentgym sandbox ls | prune`` go over every configured one. An owner is
+judged by the labels alone, so a process on this machine can tell its leaked containers on a
+remote engine too; containers another machine started there end only by their deadline.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgym.sandboxes import channel, engine
+from agentgym.sandboxes import channel, engine, hosts
+from agentgym.sandboxes.hosts import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +33,7 @@ class ContainerInfo(BaseModel):
     """One agentgym container, as ``agentgym sandbox ls`` shows it."""
 
     id: str
+    endpoint: str
     image: str
     status: str
     owner_pid: int | None
@@ -35,19 +42,22 @@ class ContainerInfo(BaseModel):
     leaked: bool
 
 
-def list_sandboxes(labels: Mapping[str, str] | None = None) -> list[ContainerInfo]:
-    """Every container labelled ``agentgym=1`` on the engine, running or not.
+def list_sandboxes(labels: Mapping[str, str] | None = None, endpoint: Endpoint | None = None) -> list[ContainerInfo]:
+    """Every container labelled ``agentgym=1`` on the engine at ``endpoint``, running or not.
 
     Args:
         labels: Only containers that also carry each of these labels with these values.
+        endpoint: The engine (default: the one ``DOCKER_HOST`` names).
     """
-    api = engine.client().api
+    api = engine.client(endpoint).api
+    url = (endpoint or hosts.default()).url
     out = []
     wanted = [f"{engine.LABEL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
     for c in api.containers(all=True, filters={"label": wanted}):
         labels = c.get("Labels") or {}
         out.append(ContainerInfo(
             id=c["Id"][:12],
+            endpoint=url,
             image=c.get("Image", ""),
             status=c.get("Status", ""),
             owner_pid=_number(labels, "owner_pid", int),
@@ -68,13 +78,13 @@ def is_leaked(labels: dict[str, Any], now: float | None = None) -> bool:
     return not engine.owner_alive(labels)
 
 
-def reap() -> list[str]:
-    """Remove leaked containers and stale socket directories; return the containers' short ids."""
-    return prune()
+def reap(endpoint: Endpoint | None = None) -> list[str]:
+    """Remove leaked containers and stale socket directories on one engine; return the containers' short ids."""
+    return prune(endpoint=endpoint)
 
 
 def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str, str] | None = None,
-          dry_run: bool = False) -> list[str]:
+          dry_run: bool = False, endpoint: Endpoint | None = None) -> list[str]:
     """Remove leaked agentgym containers (owner gone, or wall time over), or with ``everything`` all of them.
 
     A container whose owner still runs belongs to a live run, perhaps another user's on a shared
@@ -85,35 +95,38 @@ def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str
         images: Also remove the images of outdated recipes.
         labels: Only containers that also carry these labels (e.g. ``{"agentgym.owner_pid": "1234"}``).
         dry_run: Remove nothing; return what would be removed.
+        endpoint: The engine (default: the one ``DOCKER_HOST`` names).
 
     Returns:
         Short ids of the (to be) removed containers, then tags of the (to be) removed images.
     """
-    chosen = [c.id for c in list_sandboxes(labels) if everything or c.leaked]
+    chosen = [c.id for c in list_sandboxes(labels, endpoint) if everything or c.leaked]
     stale_images: list[str] = []
     if images:
         from agentgym.sandboxes import builder
 
-        stale_images = builder.stale_images()
+        stale_images = builder.stale_images(endpoint)
     if dry_run:
         return chosen + stale_images
-    removed = _remove(chosen)
-    _remove_stale_dirs()
+    removed = _remove(chosen, endpoint)
+    if (endpoint or hosts.default()).local:
+        _remove_stale_dirs(endpoint)
     for tag in stale_images:
-        engine.client().images.remove(tag)
+        engine.client(endpoint).images.remove(tag)
     return removed + stale_images
 
 
-def _remove(ids: list[str]) -> list[str]:
+def _remove(ids: list[str], endpoint: Endpoint | None) -> list[str]:
     for container_id in ids:
-        engine.remove_container(container_id)
+        engine.remove_container(container_id, endpoint)
     if ids:
-        log.warning("removed %d agentgym container(s): %s", len(ids), ", ".join(ids))
+        where = f" on {endpoint.url}" if endpoint is not None else ""
+        log.warning("removed %d agentgym container(s)%s: %s", len(ids), where, ", ".join(ids))
     return ids
 
 
-def _remove_stale_dirs() -> None:
-    containers = engine.client().api.containers(all=True, filters={"label": channel.LABEL})
+def _remove_stale_dirs(endpoint: Endpoint | None) -> None:
+    containers = engine.client(endpoint).api.containers(all=True, filters={"label": channel.LABEL})
     in_use = {(c.get("Labels") or {}).get(channel.LABEL, "") for c in containers}
     stale = channel.remove_stale(in_use)
     if stale:

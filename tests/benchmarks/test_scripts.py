@@ -90,3 +90,14 @@ def test_openenv_side_by_side(tmp_path: Path) -> None:
     for ratio in result["ratios"].values():
         assert is_spread(ratio["steps_per_s"]) and is_spread(ratio["steps_per_cpu_s"])
     assert all(row["errors"] == 0 for row in result["runs"][0])
+
+
+def test_docker_endpoints(tmp_path: Path) -> None:
+    result = run_quick("docker_endpoints", tmp_path)
+    rows = {r["path"]: r for r in result["rows"]}
+    assert {path: row["attach_stream"] for path, row in rows.items()} == {
+        "unix direct": False, "unix attach": True, "tcp+tls attach": True}
+    for row in rows.values():
+        for key in ("ping_p50_ms", "exec_p50_ms", "exec_p95_ms", "start_p50_ms"):
+            assert is_spread(row["summary"][key]) and row["summary"][key]["median"] > 0, key
+    assert result["image_copy_s"] > 0

@@ -6,16 +6,18 @@ import asyncio
 import logging
 import os
 import socket
+import tempfile
 import time
 
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import channel, docker, reaper
+from agentgym.sandboxes import channel, docker, hosts, reaper
 from agentgym.sandboxes.docker import create
 from agentgym.sandboxes.protocol import AgentProtocol
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
+from tests.sandboxes.test_leaks import dead_pid
 
 pytestmark = pytest.mark.docker
 
@@ -57,14 +59,14 @@ async def test_an_agent_that_cannot_connect_falls_back_to_the_attach_stream(
             self.path += ".elsewhere"
 
     monkeypatch.setattr(channel, "Listener", Misplaced)
-    monkeypatch.setattr(docker, "_direct", None)
-    monkeypatch.setattr(docker, "_direct_proven", False)
+    monkeypatch.setattr(docker, "_direct", {})
+    monkeypatch.setattr(docker, "_direct_proven", set())
     with caplog.at_level(logging.WARNING):
         async with await create("python", SMALL) as box:
             assert box.client.protocol.multiplexed
             assert (await box.run_python("print(6 * 7)")).output == "42\n"
     assert "attach stream" in caplog.text
-    assert docker._direct is False
+    assert docker._direct == {hosts.default(): False}
 
 
 async def test_a_stranger_is_not_taken_for_the_agent() -> None:
@@ -95,19 +97,24 @@ async def test_closing_the_direct_socket_ends_the_container() -> None:
 
 
 async def test_reaper_removes_only_stale_directories() -> None:
-    stale = channel.Listener()
     fresh = channel.Listener()
-    for listener in (stale, fresh):
+    mine = channel.Listener()  # old, named by no container, but its owner (this process) lives
+    for listener in (fresh, mine):
         listener.close()
+    stale = tempfile.mkdtemp(prefix=f"{channel.PREFIX}{dead_pid()}.1-")  # its owner is gone
+    legacy = tempfile.mkdtemp(prefix=channel.PREFIX)  # no owner in the name: the containers alone decide
     old = time.time() - channel.STALE_SECONDS - 10
-    os.utime(stale.dir, (old, old))
+    for path in (stale, legacy, mine.dir):
+        os.utime(path, (old, old))
     async with await create("python", SMALL) as box:
         in_use = rundir(box)
         os.utime(in_use, (old, old))
         try:
             await asyncio.to_thread(reaper.reap)
-            assert not present(stale.dir)
+            assert not present(stale) and not present(legacy)
             assert present(fresh.dir)  # may belong to a container being created right now
+            assert present(mine.dir)  # may belong to a container of this process on another local engine
             assert present(in_use) and (await box.exec("echo alive")).stdout == "alive\n"
         finally:
-            channel.remove_dir(fresh.dir)
+            for path in (fresh.dir, mine.dir, stale, legacy):
+                channel.remove_dir(path)
