@@ -16,7 +16,9 @@ registry on an air-gapped machine: then the image must be loaded beforehand (``d
 
 Whatever the way, the image gets one thin layer on top (:func:`ready_image`, cached by the base
 image's id) so that agentgym's sandboxes can work in it: ``/testbed`` is owned by the uid that code
-runs as (so the model can edit it and git trusts it), and git marks ``/testbed`` a safe directory.
+runs as (so the model can edit it and git trusts it), git marks ``/testbed`` a safe directory, and
+git ignores Python's caches everywhere (``__pycache__``, ``.pytest_cache``), so running the tests
+adds nothing to a patch even in a repository with no ``.gitignore`` (an sdist's).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ USER 0
 RUN test -d {repo}/.git || {{ echo "the image has no git repository at {repo}" >&2; exit 1; }} \\
  && command -v git >/dev/null || {{ echo "the image has no git" >&2; exit 1; }}
 RUN find {repo} -xdev \\! -user {uid} -exec chown -h {uid}:{gid} {{}} + \\
- && git config --system --add safe.directory {repo}
+ && git config --system --add safe.directory {repo} \\
+ && printf '__pycache__/\\n*.py[co]\\n.pytest_cache/\\n' > /etc/agentgym-gitignore \\
+ && git config --system core.excludesFile /etc/agentgym-gitignore
 """
 _lock = threading.Lock()
 _ready: dict[str, str] = {}  # task's base image reference -> ready image tag, for this process
