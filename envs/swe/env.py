@@ -25,7 +25,7 @@ from .grading import Grade, parser_name
 from .images import image_for
 from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
-from .verifier import RewardKind, SWEVerifier, evaluate_patch, test_files
+from .verifier import RewardKind, SWEVerifier, evaluate_patch, graded_test_files
 from .warm import GIT, warm_sandboxes
 
 OUTPUT_CHARS = 16000
@@ -173,10 +173,9 @@ class SWEEnv(Env):
             end_line: Last line to show (inclusive); the file's end when omitted.
         """
         full = self._path(path)
-        try:
-            text = await self._read(full)
-        except IsADirectoryError:
+        if (await self.sandbox.exec(f"test -d {shlex.quote(full)}", cwd=REPO_DIR)).exit_code == 0:
             return await self._listing(full)
+        text = await self._read(full)
         lines = text.splitlines()
         first = start_line or 1
         last = end_line if end_line is not None else len(lines)
@@ -198,7 +197,8 @@ class SWEEnv(Env):
         text = await self._read(full)
         count = text.count(old_str) if old_str else 0
         if count == 0:
-            raise ToolError(f"old_str does not occur in {path}; nothing was changed (view the file and copy the text exactly)")
+            raise ToolError(f"old_str does not occur in {path}; nothing was changed "
+                            "(view the file and copy the text exactly)")
         if count > 1:
             lines = [text.count("\n", 0, i) + 1 for i in _occurrences(text, old_str)]
             raise ToolError(f"old_str occurs {count} times in {path} (lines {', '.join(map(str, lines[:10]))}); "
@@ -237,7 +237,7 @@ class SWEEnv(Env):
         swe = self.swe
         if swe.eval_script and not swe.test_cmd:
             raise ToolError("this task has no test command to run here; use bash to run the repository's tests")
-        selection = list(tests) if tests else test_files(swe)
+        selection = list(tests) if tests else graded_test_files(swe)
         result = await testrun.run_tests(self.sandbox, swe.test_cmd or testrun.DEFAULT_TEST_CMD, tests=selection,
                                          timeout=self.test_timeout, parser=parser_name(swe))
         counts: dict[str, int] = {}
@@ -287,8 +287,6 @@ class SWEEnv(Env):
             data = await self.sandbox.read_file(full)
         except FileNotFoundError:
             raise ToolError(f"{full} does not exist") from None
-        except IsADirectoryError:
-            raise
         except OSError as e:
             raise ToolError(f"cannot read {full}: {e.strerror or e}") from None
         try:
@@ -298,7 +296,8 @@ class SWEEnv(Env):
 
     async def _listing(self, full: str) -> str:
         done = await self.sandbox.exec(
-            f"find {shlex.quote(full)} -maxdepth 2 -not -path '*/.*' | sort | head -n {LISTING_ENTRIES + 1}", cwd=REPO_DIR)
+            f"find {shlex.quote(full)} -maxdepth 2 -not -path '*/.*' | sort | head -n {LISTING_ENTRIES + 1}",
+            cwd=REPO_DIR)
         entries = done.stdout.splitlines()
         more = f"\n[more than {LISTING_ENTRIES} entries; view a subdirectory]" if len(entries) > LISTING_ENTRIES else ""
         return "\n".join(entries[:LISTING_ENTRIES]) + more

@@ -75,7 +75,7 @@ class Grade:
                 "tests": dict(self.statuses)}
 
 
-def test_spec(task: SWETask) -> Any:
+def swebench_spec(task: SWETask) -> Any:
     """The ``swebench`` ``TestSpec`` that grading needs for ``task`` (its tests, log parser, eval type)."""
     from swebench.types import TestSpec
 
@@ -103,7 +103,7 @@ def grade(task: SWETask, log: str, *, applied: bool | None) -> Grade:
     from swebench.harness.constants import APPLY_PATCH_FAIL, TESTS_TIMEOUT, EvalType, ResolvedStatus
     from swebench.harness.grading import get_eval_tests_report, get_logs_eval, get_resolution_status
 
-    spec = test_spec(task)
+    spec = swebench_spec(task)
     with tempfile.NamedTemporaryFile("w", suffix=".log", encoding="utf-8") as f:
         f.write(log)
         f.flush()
@@ -115,7 +115,8 @@ def grade(task: SWETask, log: str, *, applied: bool | None) -> Grade:
         elif TESTS_TIMEOUT in log:
             reason = "the tests ran past their timeout"
         else:
-            reason = "the test log holds no test results (the tests did not run, or their exit status contradicts the log)"
+            reason = ("the test log holds no test results (the tests did not run, or their exit status "
+                      "contradicts the log)")
         return Grade(resolved=False, applied=applied, statuses=dict.fromkeys(tests, MISSING),
                      fail_to_pass={"success": [], "failure": list(task.FAIL_TO_PASS)},
                      pass_to_pass={"success": [], "failure": list(task.PASS_TO_PASS)}, reason=reason, log=log)

@@ -47,7 +47,7 @@ def git_apply_commands() -> list[str]:
     return list(GIT_APPLY_CMDS)
 
 
-def test_files(task: SWETask) -> list[str]:
+def graded_test_files(task: SWETask) -> list[str]:
     """The files the grade's tests live in: those ``test_patch`` touches and those the test ids name."""
     files = {m.group(2) for m in _PATCH_FILES.finditer(task.test_patch)}
     files |= {m.group(1) for m in _PATCH_FILES.finditer(task.test_patch)}
@@ -85,7 +85,7 @@ async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: f
         if not applied:
             return grade(task, f"{APPLY_PATCH_FAIL}:\n{output}\n", applied=False)
         log.append(f"{APPLY_PATCH_PASS}:\n{output}")
-    files = test_files(task)
+    files = graded_test_files(task)
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)
         # Every test file back to the base (or gone, if the base has none): the model's edits do not count.
@@ -96,13 +96,14 @@ async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: f
         await sandbox.write_file(TEST_PATCH, task.test_patch)
         done = await sandbox.exec(f"{GIT} apply -v {TEST_PATCH}", cwd=REPO_DIR, timeout=LIMITS.exec_timeout)
         if done.exit_code != 0:
-            raise SandboxError(f"task {task.instance_id}: its test_patch does not apply at the base: {done.output[-800:]}")
+            raise SandboxError(f"task {task.instance_id}: its test_patch does not apply at the base: "
+                               f"{done.output[-800:]}")
     if task.eval_script:
         await sandbox.write_file(EVAL_SCRIPT, task.eval_script)
         result = await testrun.run_tests(sandbox, f"bash {EVAL_SCRIPT}", timeout=timeout, parser=parser_name(task))
         test_log = result.log + (f"\n{TESTS_TIMEOUT}\n" if result.timed_out else "")
     else:
-        result = await testrun.run_tests(sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD, tests=test_files(task),
+        result = await testrun.run_tests(sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD, tests=graded_test_files(task),
                                          timeout=timeout, parser=parser_name(task))
         test_log = result.swebench_log
     return grade(task, "\n".join([*log, test_log]), applied=applied)

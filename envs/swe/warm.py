@@ -105,7 +105,8 @@ async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -
         left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
         if left:
             return f"processes survived the kill: {left[:5]}"
-        keep = " ".join(f"-e {shlex.quote('/' + line[3:])}" for line in fresh.status.splitlines() if line.startswith("!! "))
+        kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
+        keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
         await _run(sandbox, f"{GIT} reset -q --hard {shlex.quote(base_commit)} && {GIT} clean -qffdx {keep}",
                    "git reset")
         await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
@@ -117,7 +118,8 @@ async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -
         head = (await _run(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
         if head != base_commit and not head.startswith(base_commit):
             return f"HEAD is {head}, not the base commit {base_commit}"
-        changed = [p for p in await asyncio.to_thread(_docker_diff, sandbox.id) if p not in fresh.diff and not _expected(p)]
+        diff = await asyncio.to_thread(_docker_diff, sandbox.id)
+        changed = [p for p in diff if p not in fresh.diff and not _expected(p)]
         if changed:
             return f"docker diff shows changes outside the work tree: {changed[:5]}"
     except (SandboxError, OSError) as e:

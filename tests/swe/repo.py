@@ -45,35 +45,35 @@ GOLD = '''diff --git a/calc/__init__.py b/calc/__init__.py
  def add(a, b):
 -    return a - b
 +    return a + b
- 
- 
+~
+~
  def mul(a, b):
-'''
+'''.replace("~", " ")
 TEST_PATCH = '''diff --git a/tests/test_calc.py b/tests/test_calc.py
 --- a/tests/test_calc.py
 +++ b/tests/test_calc.py
 @@ -13,3 +13,7 @@ def test_mul():
- 
+~
  def test_slow():
      assert slow() == 1
 +
 +
 +def test_add_negative():
 +    assert add(-1, 1) == 0
-'''
+'''.replace("~", " ")
 WRONG = GOLD.replace("+    return a + b", "+    return a * b")
 """Applies, and breaks nothing, but fixes nothing either (2 * 3 is not 5)."""
 HANGS = '''diff --git a/calc/__init__.py b/calc/__init__.py
 --- a/calc/__init__.py
 +++ b/calc/__init__.py
 @@ -8,4 +8,6 @@ def mul(a, b):
- 
- 
+~
+~
  def slow():
 +    while True:
 +        pass
      return 1
-'''
+'''.replace("~", " ")
 BAD = GOLD.replace("-    return a - b", "-    return a - c")
 """Its context matches nothing: neither git apply nor patch --fuzz applies it."""
 
