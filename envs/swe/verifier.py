@@ -103,8 +103,8 @@ async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: f
         result = await testrun.run_tests(sandbox, f"bash {EVAL_SCRIPT}", timeout=timeout, parser=parser_name(task))
         test_log = result.log + (f"\n{TESTS_TIMEOUT}\n" if result.timed_out else "")
     else:
-        result = await testrun.run_tests(sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD, tests=graded_test_files(task),
-                                         timeout=timeout, parser=parser_name(task))
+        result = await testrun.run_tests(sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD,
+                                         tests=graded_test_files(task), timeout=timeout, parser=parser_name(task))
         test_log = result.swebench_log
     return grade(task, "\n".join([*log, test_log]), applied=applied)
 

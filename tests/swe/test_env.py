@@ -73,7 +73,8 @@ def test_reference_resolves_baseline_and_a_wrong_patch_do_not(task) -> None:
     assert gold.outcome == "terminated" and gold.reward == 1.0
     assert set(gold.info["swe"]["tests"].values()) == {"PASSED"}
     assert gold.reward_components == {"resolved": 1.0, "tests_fraction": 1.0, "patch_similarity": 1.0, "gated": 1.0}
-    assert empty.reward == 0.0 and empty.info["swe"]["patch"] == "" and empty.reward_components["patch_similarity"] == -1
+    assert empty.reward == 0.0 and empty.info["swe"]["patch"] == ""
+    assert empty.reward_components["patch_similarity"] == -1
     assert empty.info["swe"]["tests"]["tests/test_calc.py::test_add"] == "FAILED"
     assert wrong.reward == 0.0 and wrong.info["swe"]["patch_applied"] is True
     assert 0 < wrong.reward_components["patch_similarity"] < 1
@@ -150,13 +151,14 @@ def test_tools(task) -> None:
             }.items():
                 try:
                     await call
-                except Exception as e:  # noqa: BLE001  (ToolError is what the test expects)
+                except Exception as e:  # ToolError is what the test expects
                     out[name] = f"{type(e).__name__}: {e}"
             out["edit"] = await env.str_replace("calc/__init__.py", "return a - b", "return a + b")
             out["create"] = await env.create("calc/extra.py", "X = 1\n")
             out["long"] = await env.bash("python3 -c \"print('x' * 100000)\"")
             out["slow"] = await env.bash("sleep 5", timeout=1)
-            out["network"] = await env.bash("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\"")
+            connect = "import socket; socket.create_connection(('1.1.1.1', 53), 2)"
+            out["network"] = await env.bash(f'python3 -c "{connect}"')
             out["secrets"] = await env.bash("env; ls /var/run/docker.sock")
             out["tests"] = await env.run_tests(["tests/test_calc.py::test_add"])
             out["submit"] = await env.submit()
@@ -213,7 +215,7 @@ def test_docker_only_is_said_clearly() -> None:
         SWEEnv(sandbox_backend="local")
     from agentgym.sandboxes import local
 
-    with pytest.raises(SandboxError, match="writable_root=True.* needs the docker backend"):
+    with pytest.raises(SandboxError, match=r"writable_root=True\).* needs the docker backend"):
         asyncio.run(local.create(Limits(writable_root=True)))
 
 

@@ -16,7 +16,8 @@ TASK = SWETask.model_validate({**repo.task_row("a" * 40), "dockerfile": None})
 
 def pytest_log(statuses: dict[str, str], exit_code: int = 1, timed_out: bool = False) -> str:
     lines = ["============ short test summary info ============"]
-    lines += [f"{status} {test}" + (" - AssertionError" if status == "FAILED" else "") for test, status in statuses.items()]
+    lines += [f"{status} {test}" + (" - AssertionError" if status == "FAILED" else "")
+              for test, status in statuses.items()]
     return testrun.SuiteResult(statuses={}, log="\n".join(lines), exit_code=exit_code, timed_out=timed_out).swebench_log
 
 

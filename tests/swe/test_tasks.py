@@ -11,12 +11,15 @@ from agentgym.envs.swe.tasks import SWETask, load_tasks
 from agentgym.errors import DataError
 
 ROW = {
-    "instance_id": "astropy__astropy-12907", "repo": "astropy/astropy", "base_commit": "d16bfe05a744909de4b27f5875fe0d4ed41ce607",
-    "problem_statement": "Modeling's `separability_matrix` does not compute separability correctly for nested CompoundModels",
+    "instance_id": "astropy__astropy-12907", "repo": "astropy/astropy",
+    "base_commit": "d16bfe05a744909de4b27f5875fe0d4ed41ce607",
+    "problem_statement": "Modeling's `separability_matrix` does not compute separability correctly for nested "
+                         "CompoundModels",
     "patch": "diff --git a/x b/x\n", "test_patch": "diff --git a/t b/t\n", "version": "4.3",
     "FAIL_TO_PASS": '["astropy/modeling/tests/test_separable.py::test_separable[compound_model6-result6]"]',
     "PASS_TO_PASS": '["astropy/modeling/tests/test_separable.py::test_coord_matrix"]',
-    "hints_text": "", "created_at": "2022-03-03T15:14:54Z", "environment_setup_commit": "298ccb478e6bf092953bca67a3d29dc6c35f6752",
+    "hints_text": "", "created_at": "2022-03-03T15:14:54Z",
+    "environment_setup_commit": "298ccb478e6bf092953bca67a3d29dc6c35f6752",
 }
 
 
@@ -52,7 +55,7 @@ def test_a_dataset_saved_to_disk_loads_like_the_hub(tmp_path) -> None:
 def test_bad_rows_and_sources_are_clear_errors(tmp_path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps({**ROW, "FAIL_TO_PASS": "[]"}) + "\n")
-    with pytest.raises(DataError, match="bad.jsonl:1: .*FAIL_TO_PASS is empty"):
+    with pytest.raises(DataError, match=r"bad.jsonl:1: .*FAIL_TO_PASS is empty"):
         load_tasks(path)
     path.write_text(json.dumps({k: v for k, v in ROW.items() if k != "base_commit"}) + "\n")
     with pytest.raises(DataError, match="missing field 'base_commit'"):
