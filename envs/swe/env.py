@@ -138,6 +138,21 @@ class SWEEnv(Env):
         await self.release_sandbox()
         return self.patch or ""
 
+    async def review(self, reward: Any) -> Any:
+        """As :meth:`Env.review`; when the model gets another try, it continues from its patch in a
+        sandbox taken anew (scoring gave the last one back)."""
+        more = await super().review(reward)
+        if more and self.sandbox is None and self.task is not None:
+            patch = self.patch
+            await self.setup(self.task)
+            if patch:
+                await self.sandbox.write_file("/tmp/agentgym-resume.patch", patch)
+                done = await self.sandbox.exec(
+                    f"{GIT} apply /tmp/agentgym-resume.patch && rm /tmp/agentgym-resume.patch", cwd=REPO_DIR)
+                if done.exit_code != 0:
+                    raise EnvError(f"could not restore the submitted patch for another try: {done.output[-300:]}")
+        return more
+
     async def evaluate(self, task: SWETask, patch: str) -> Grade:
         """SWE-bench's verdict on ``patch``, from a fresh container of the task's image."""
         image = self.image if self.image is not None else await asyncio.to_thread(image_for, task)

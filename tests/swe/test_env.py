@@ -231,3 +231,36 @@ def test_eval_cli_reference_and_baseline(task, tmp_path) -> None:
         results[model] = json.loads(out.with_suffix(".summary.json").read_text())
     assert results["reference"]["successes"] == 1 and results["baseline"]["successes"] == 0
     assert not containers_of(task)
+
+
+def test_another_try_continues_from_the_submitted_patch(task) -> None:
+    from agentgym.wrappers import TryAgain
+
+    half = Script(("str_replace", {"path": "calc/__init__.py", "old_str": "def slow():",
+                                   "new_str": "def slow():  # tried"}))
+
+    class ThenGold:
+        name = "then-gold"
+
+        async def act(self, messages, tools, *, task):
+            tries = sum(m.role == "user" for m in messages)
+            if tries < 2:
+                return await half.act(messages, tools, task=task)
+            turn = sum(m.role == "assistant" for m in messages)
+            steps = [("view", {"path": "calc/__init__.py"}), applies(repo.GOLD), ("submit", {})]
+            index = min(turn - 2, 2)
+            return Reply(message=Message(role="assistant", tool_calls=[
+                native_tool_call(f"c{turn}", *steps[index])]))
+
+    async def main():
+        try:
+            async with SWEEnv(feedback=TryAgain(tries=2)) as env:
+                return await rollout(env, ThenGold(), task)
+        finally:
+            await warm_sandboxes().shutdown()
+
+    trajectory = asyncio.run(main())
+    assert trajectory.attempts == [0.0, 1.0]
+    assert "# tried" in trajectory.turns[2].observation[0].text  # the first try's edit is still there
+    patch = trajectory.info["swe"]["patch"]
+    assert "+def slow():  # tried" in patch and "+    return a + b" in patch
