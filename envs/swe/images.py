@@ -5,7 +5,7 @@ Three ways to get the repository's image, tried in this order for a task:
 1. ``image``: an existing image, used as it is (present in the engine, or pulled when a registry answers).
 2. ``dockerfile``: a user's Dockerfile (its text, or the path of a file whose directory is the build
    context), built with ``docker build`` and cached by the hash of the Dockerfile and its context.
-3. ``source_archive``: an sdist, turned into an image by
+3. ``source_archive``: an sdist (``{"package", "version", "sha256", "filename"}``), turned into an image by
    :func:`~agentgym.envs.swe.sdist_image.build_sdist_image` (Debian base, the sdist's tests'
    dependencies, the repository at ``/testbed`` as a git repo at its base).
 
@@ -75,7 +75,8 @@ def base_image(task: SWETask) -> str:
     if task.source_archive:
         from .sdist_image import build_sdist_image
 
-        return build_sdist_image(task)
+        archive = task.source_archive
+        return build_sdist_image(archive["package"], archive.get("version"), sha256=archive.get("sha256"))
     return _existing(swebench_image_name(task.instance_id),
                      f"the official SWE-bench image of {task.instance_id} (the task names no image, "
                      "dockerfile or source_archive)")
