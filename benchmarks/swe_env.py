@@ -44,7 +44,7 @@ async def tiny_task() -> Task:
     from tests.swe import repo
 
     image = await asyncio.to_thread(image_for, SWETask.model_validate(repo.task_row("0" * 40)))
-    sandbox, _ = await start_fresh(image)
+    sandbox = await start_fresh(image)
     try:
         head = (await sandbox.exec(f"{GIT} rev-parse HEAD", cwd="/testbed")).stdout.strip()
     finally:

@@ -65,7 +65,7 @@ async def evaluate_patch(task: SWETask, patch: str, *, image: str, timeout: floa
         EnvError: No container could be started from ``image``.
         SandboxError: The container died during the evaluation.
     """
-    sandbox, _ = await start_fresh(image, LIMITS)
+    sandbox = await start_fresh(image, LIMITS)
     try:
         return await _evaluate(sandbox, task, patch, timeout)
     finally:

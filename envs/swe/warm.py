@@ -54,8 +54,8 @@ class Fresh:
     diff: frozenset[str]  # docker diff paths
 
 
-async def start_fresh(image: str, limits: Limits = LIMITS) -> tuple[AgentSandbox, Fresh]:
-    """A new container of ``image`` and what it looks like before anyone touched it.
+async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
+    """A new container of ``image``; the caller destroys it.
 
     Raises:
         EnvError: The container cannot be started (no Docker engine: SWE sandboxes are Docker only).
@@ -64,17 +64,13 @@ async def start_fresh(image: str, limits: Limits = LIMITS) -> tuple[AgentSandbox
         raise EnvError("the SWE env needs Docker: its repository lives at /testbed in a container's own "
                        "filesystem, which the local sandbox backend cannot give")
     try:
-        sandbox = await start("docker", image, limits)
+        return await start("docker", image, limits)
     except SandboxError as e:
         raise EnvError(f"could not start a SWE sandbox from {image}: {e}") from e
-    try:
-        return sandbox, await _snapshot(sandbox)
-    except BaseException:
-        await sandbox.destroy()
-        raise
 
 
-async def _snapshot(sandbox: AgentSandbox) -> Fresh:
+async def snapshot(sandbox: AgentSandbox) -> Fresh:
+    """What a fresh sandbox looks like, before anyone touched it: what a reset must give back."""
     status = await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status")
     scratch = await _run(sandbox, _LIST_SCRATCH, "listing scratch directories")
     return Fresh(status=status, scratch=scratch, diff=frozenset(await asyncio.to_thread(_docker_diff, sandbox.id)))
@@ -161,8 +157,12 @@ class WarmSandboxes:
                 self.fresh_of[sandbox] = fresh
                 return sandbox, True
             await sandbox.destroy()
-        sandbox, fresh = await start_fresh(image, limits)
-        self.fresh_of[sandbox] = fresh
+        sandbox = await start_fresh(image, limits)
+        try:
+            self.fresh_of[sandbox] = await snapshot(sandbox)
+        except BaseException:
+            await sandbox.destroy()
+            raise
         return sandbox, False
 
     async def give_back(self, image: str, sandbox: AgentSandbox, base_commit: str) -> str | None:

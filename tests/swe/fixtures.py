@@ -22,7 +22,7 @@ def base_commit() -> str:
     image = image_for(SWETask.model_validate(repo.task_row("0" * 40)))
 
     async def head() -> str:
-        sandbox, _ = await start_fresh(image)
+        sandbox = await start_fresh(image)
         try:
             return (await sandbox.exec(f"{GIT} rev-parse HEAD", cwd="/testbed")).stdout.strip()
         finally:

@@ -264,3 +264,43 @@ def test_another_try_continues_from_the_submitted_patch(task) -> None:
     assert "# tried" in trajectory.turns[2].observation[0].text  # the first try's edit is still there
     patch = trajectory.info["swe"]["patch"]
     assert "+def slow():  # tried" in patch and "+    return a + b" in patch
+
+
+def test_check_env(task) -> None:
+    from agentgym.testing import check_env
+
+    async def main():
+        try:
+            return await check_env("swe", tasks=[task])
+        finally:
+            await warm_sandboxes().shutdown()
+
+    report = asyncio.run(main())
+    assert report.env == "agentgym/swe-v0" and report.reference_return == 1.0 and report.baseline_return == 0.0
+    assert not containers_of(task)
+
+
+def test_eval_cli_hosted_model(task, tmp_path) -> None:
+    """A hosted model over the real wire format (FakeOpenAI): reads the issue, edits the file, submits."""
+    from agentgym.testing import FakeOpenAI, completion, tool_call
+
+    def model(request: dict) -> dict:
+        done = [m for m in request["messages"] if m["role"] == "tool"]
+        assert "add(2, 3) returns -1" in request["messages"][1]["content"]
+        steps = [("view", {"path": "calc/__init__.py"}),
+                 ("str_replace", {"path": "calc/__init__.py", "old_str": "return a - b", "new_str": "return a + b"}),
+                 ("submit", {})]
+        name, arguments = steps[min(len(done), 2)]
+        return completion(tool_calls=[tool_call(name, arguments)])
+
+    path = repo.write_tasks(tmp_path / "tasks.jsonl", [task.data])
+    out = tmp_path / "hosted.jsonl"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-test"}
+    with FakeOpenAI(model) as server:
+        done = subprocess.run([sys.executable, "-m", "agentgym.cli", "eval", "swe", "--model", "openai/fake",
+                               "--api-base", server.base_url, "--tasks", str(path), "--out", str(out)],
+                              env=env, text=True, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    assert summary["successes"] == 1 and summary["prompt_tokens"] > 0
+    assert not containers_of(task)
