@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import logging
 import shlex
 import threading
@@ -59,6 +60,7 @@ RUN find {repo} -xdev \\! -user {uid} -exec chown -h {uid}:{gid} {{}} + \\
 """
 _lock = threading.Lock()
 _ready: dict[str, str] = {}  # task's base image reference -> ready image tag, for this process
+_for_task: dict[str, str] = {}  # a task's image fields -> its ready image tag, for this process
 
 
 def swebench_image_name(instance_id: str, namespace: str = SWEBENCH_NAMESPACE) -> str:
@@ -121,8 +123,14 @@ RUN cd {REPO_DIR} && echo {bug} | base64 -d > /tmp/agentgym-bug.patch && git app
 
 
 def image_for(task: SWETask) -> str:
-    """The ready image (see the module docstring) that sandboxes for ``task`` start from (blocking)."""
-    return ready_image(base_image(task))
+    """The ready image (see the module docstring) that sandboxes for ``task`` start from (blocking).
+
+    Found or built once per process and task: later episodes of the task ask the engine nothing.
+    """
+    key = json.dumps([task.instance_id, task.image, task.dockerfile, task.source_archive, task.base_commit])
+    if key not in _for_task:
+        _for_task[key] = ready_image(base_image(task))
+    return _for_task[key]
 
 
 def ready_image(base: str) -> str:

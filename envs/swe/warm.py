@@ -6,14 +6,15 @@ pool would destroy it. Instead, when an episode ends its sandbox is reset here, 
 ``git reset``, and reused only if every check passes (:meth:`WarmSandboxes.give_back`):
 
 1. every process of the code's user is killed (``kill -9 -1`` as that user), and none is left;
-2. the repository goes back to the base commit: ``git reset --hard``, ``git clean`` of every
-   untracked and ignored file that was not there when the container was fresh (git runs with hooks
-   and fsmonitor off, so nothing the model planted in ``.git`` runs);
-3. ``/tmp``, ``/work`` and ``/dev/shm`` hold what they held at start;
+2. ``/tmp``, ``/work`` (the code's ``$HOME``) and ``/dev/shm`` are emptied and hold what they held at start;
+3. the repository goes back to the base commit: ``git reset --hard``, ``git clean`` of every
+   untracked and ignored file that was not there when the container was fresh (git runs with no
+   global config, hooks or fsmonitor, so nothing the model set up for git runs);
 4. ``git status --ignored`` is what it was at start, and ``HEAD`` is the base commit;
 5. ``docker diff`` of the container shows nothing outside what it showed at start, the work tree
    under ``/testbed``, and git's index, ``ORIG_HEAD`` and reflogs: a change anywhere else (``.git/config``,
-   hooks, objects, ``/var/tmp``, ``/etc``) means the sandbox is destroyed, not reused.
+   hooks, objects, ``/var/tmp``, ``/etc``) means the sandbox is destroyed, not reused;
+6. still no process of the code's user.
 
 What a fresh container looked like (steps 3 to 5) is recorded when it starts, before any model acts.
 """
@@ -37,8 +38,10 @@ log = logging.getLogger(__name__)
 
 LIMITS = Limits(writable_root=True, memory_mb=2048, pids=256, disk_mb=1024, exec_timeout=60.0, output_bytes=1 << 20)
 """SWE sandboxes' limits: a writable root for ``/testbed``, room for a test suite; no network."""
-GIT = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false"
-"""git as the reset and the submission run it: no hook, no fsmonitor command the model could have set."""
+GIT = "env GIT_CONFIG_GLOBAL=/dev/null git -c core.hooksPath=/dev/null -c core.fsmonitor=false"
+"""git as the reset and the submission run it: no global config (``$HOME`` is the model's), no hook, no
+fsmonitor: nothing the model could have set up runs (a repository config it changed is caught by the
+``docker diff`` check, and the sandbox is destroyed)."""
 SCRATCH = ("/tmp", "/work", "/dev/shm")
 MAX_IDLE = 8  # reset sandboxes kept per image
 RESET_TIMEOUT = 60.0
@@ -91,7 +94,12 @@ async def _run(sandbox: AgentSandbox, cmd: str, what: str, *, cwd: str = REPO_DI
 
 
 def _docker_diff(container_id: str) -> list[str]:
-    return [change["Path"] for change in engine.client().api.diff(container_id) or []]
+    import docker
+
+    try:
+        return [change["Path"] for change in engine.client().api.diff(container_id) or []]
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"docker diff failed: {e}") from e
 
 
 async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
@@ -101,26 +109,38 @@ async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -
         left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
         if left:
             return f"processes survived the kill: {left[:5]}"
-        kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
-        keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
-        await _run(sandbox, f"{GIT} reset -q --hard {shlex.quote(base_commit)} && {GIT} clean -qffdx {keep}",
-                   "git reset")
-        await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
-                           cwd="/", timeout=RESET_TIMEOUT)
-        if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
-            return "files left in /tmp, /work or /dev/shm"
-        if await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status") != fresh.status:
-            return "the repository differs from its fresh state after the reset"
-        head = (await _run(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
-        if head != base_commit and not head.startswith(base_commit):
-            return f"HEAD is {head}, not the base commit {base_commit}"
-        diff = await asyncio.to_thread(_docker_diff, sandbox.id)
-        changed = [p for p in diff if p not in fresh.diff and not _expected(p)]
-        if changed:
-            return f"docker diff shows changes outside the work tree: {changed[:5]}"
+        # Nothing of the model's runs now, and the reset below writes under /testbed and the scratch
+        # tmpfs only (which docker diff does not list): the diff can be taken while it runs.
+        diffing = asyncio.ensure_future(asyncio.to_thread(_docker_diff, sandbox.id))
+        try:
+            return await _reset_and_check(sandbox, fresh, base_commit, diffing)
+        finally:
+            diffing.cancel()
     except (SandboxError, OSError) as e:
         return f"the reset failed: {e}"
-    return None
+
+
+async def _reset_and_check(
+    sandbox: AgentSandbox, fresh: Fresh, base_commit: str, diffing: asyncio.Future[list[str]]
+) -> str | None:
+    await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
+                       cwd="/", timeout=RESET_TIMEOUT)
+    if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
+        return "files left in /tmp, /work or /dev/shm"
+    kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
+    keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
+    await _run(sandbox, f"{GIT} reset -q --hard {shlex.quote(base_commit)} && {GIT} clean -qffdx {keep}",
+               "git reset")
+    if await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status") != fresh.status:
+        return "the repository differs from its fresh state after the reset"
+    head = (await _run(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
+    if head != base_commit and not head.startswith(base_commit):
+        return f"HEAD is {head}, not the base commit {base_commit}"
+    changed = [p for p in await diffing if p not in fresh.diff and not _expected(p)]
+    if changed:
+        return f"docker diff shows changes outside the work tree: {changed[:5]}"
+    left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
+    return f"processes started during the reset: {left[:5]}" if left else None
 
 
 def _expected(path: str) -> bool:

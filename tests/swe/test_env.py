@@ -183,6 +183,10 @@ def test_tools(task) -> None:
     assert "+    return a + b" in out["patch"] and "new file mode" in out["patch"] and "+X = 1" in out["patch"]
 
 
+FILTER = "[filter \"x\"]\n\tsmudge = touch /var/tmp/pwned && cat\n"
+"""A git filter in the model's $HOME: were it run by the reset's checkout, docker diff would show /var/tmp/pwned."""
+
+
 def test_warm_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -> None:
     leaves = Script(("bash", {"command": "echo secret > calc/leak.py && echo x > .pytest_cache_x; "
                               "nohup sleep 600 >/dev/null 2>&1 & echo started"}))
@@ -195,11 +199,15 @@ def test_warm_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -
             third = await play(Script(("bash", {"command": "echo x > /var/tmp/planted"})), task)
             fourth = await play(Script(("bash", {"command": "git config core.pager cat"})), task)
             fifth = await play(EmptyPatch(), task)
-            return first, second, third, fourth, fifth, list(warm_sandboxes().discarded)
+            await play(Script(("create", {"path": "/work/.gitconfig", "file_text": FILTER}),
+                              ("bash", {"command": "echo '* filter=x' > .gitattributes; echo x >> calc/__init__.py"})),
+                       task)
+            sixth = await play(Script(("bash", {"command": "ls; ls -a $HOME"})), task)
+            return first, second, third, fourth, fifth, sixth, list(warm_sandboxes().discarded)
         finally:
             await warm_sandboxes().shutdown()
 
-    first, second, third, fourth, fifth, discarded = asyncio.run(main())
+    first, second, third, fourth, fifth, sixth, discarded = asyncio.run(main())
     assert second.info["sandbox_reused"] is True and "sandbox_discarded" not in first.info
     seen = second.turns[0].observation[0].text
     assert "leak.py" not in seen and ".pytest_cache_x" not in seen
@@ -207,6 +215,10 @@ def test_warm_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -
     assert "/var/tmp/planted" in third.info["sandbox_discarded"]
     assert fourth.info["sandbox_reused"] is False and "/testbed/.git/config" in fourth.info["sandbox_discarded"]
     assert fifth.info["sandbox_reused"] is False and len(discarded) == 2
+    # the git filter the model set up in its $HOME did not run in the reset (the sandbox was kept)
+    assert sixth.info["sandbox_reused"] is True and len(discarded) == 2
+    listing = sixth.turns[0].observation[0].text
+    assert ".gitconfig" not in listing and "gitattributes" not in listing
     assert not containers_of(task)
 
 
