@@ -195,20 +195,20 @@ def fetch_sdist(package: str, version: str | None = None) -> Sdist:
             os.replace(got[0], target)
         cached = [target]
     path = cached[0]
-    info = _pkg_info(path)
+    found_version, requires = _pkg_info(path)
     return Sdist(
-        package=package, version=info["version"], path=path,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(), requires=tuple(info["requires"]),
+        package=package, version=found_version, path=path,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(), requires=requires,
     )
 
 
 def _sdists_in(folder: Path, version: str) -> list[Path]:
     if not folder.is_dir():
         return []
-    return [p for p in folder.iterdir() if p.name.endswith(SDIST_SUFFIXES) and _pkg_info(p)["version"] == version]
+    return [p for p in folder.iterdir() if p.name.endswith(SDIST_SUFFIXES) and _pkg_info(p)[0] == version]
 
 
-def _pkg_info(path: Path) -> dict[str, list[str] | str]:
+def _pkg_info(path: Path) -> tuple[str, tuple[str, ...]]:
     """Version and unconditional-or-matching ``Requires-Dist`` from the sdist's top ``PKG-INFO``."""
     from email.parser import HeaderParser
 
@@ -221,7 +221,7 @@ def _pkg_info(path: Path) -> dict[str, list[str] | str]:
         req = Requirement(line)
         if req.marker is None or req.marker.evaluate({"extra": ""}):
             requires.append(str(req))
-    return {"version": str(meta["Version"]), "requires": requires}
+    return str(meta["Version"]), tuple(requires)
 
 
 def _read_member(path: Path, name: str) -> str:
