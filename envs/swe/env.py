@@ -18,7 +18,7 @@ from agentgym.env import Env
 from agentgym.errors import EnvError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
-from agentgym.types import Task
+from agentgym.types import Message, Reward, Task
 
 from . import testrun
 from .grading import Grade, parser_name
@@ -138,16 +138,17 @@ class SWEEnv(Env):
         await self.release_sandbox()
         return self.patch or ""
 
-    async def review(self, reward: Any) -> Any:
+    async def review(self, reward: Reward) -> list[Message] | None:
         """As :meth:`Env.review`; when the model gets another try, it continues from its patch in a
         sandbox taken anew (scoring gave the last one back)."""
         more = await super().review(reward)
         if more and self.sandbox is None and self.task is not None:
             patch = self.patch
             await self.setup(self.task)
+            sandbox: Any = self.sandbox  # setup() took it
             if patch:
-                await self.sandbox.write_file("/tmp/agentgym-resume.patch", patch)
-                done = await self.sandbox.exec(
+                await sandbox.write_file("/tmp/agentgym-resume.patch", patch)
+                done = await sandbox.exec(
                     f"{GIT} apply /tmp/agentgym-resume.patch && rm /tmp/agentgym-resume.patch", cwd=REPO_DIR)
                 if done.exit_code != 0:
                     raise EnvError(f"could not restore the submitted patch for another try: {done.output[-300:]}")
@@ -215,8 +216,8 @@ class SWEEnv(Env):
             raise ToolError(f"old_str does not occur in {path}; nothing was changed "
                             "(view the file and copy the text exactly)")
         if count > 1:
-            lines = [text.count("\n", 0, i) + 1 for i in _occurrences(text, old_str)]
-            raise ToolError(f"old_str occurs {count} times in {path} (lines {', '.join(map(str, lines[:10]))}); "
+            where = [text.count("\n", 0, i) + 1 for i in _occurrences(text, old_str)]
+            raise ToolError(f"old_str occurs {count} times in {path} (lines {', '.join(map(str, where[:10]))}); "
                             "include more surrounding lines to make it unique")
         start = text.index(old_str)
         await self.sandbox.write_file(full, text.replace(old_str, new_str, 1))
