@@ -35,6 +35,7 @@ def test_three_packages() -> None:
     assert len({SWETask.of(t).source_archive["package"] for f in FILES for t in load_tasks(f)}) >= 3
 
 
+@pytest.mark.timeout(2400)  # three runs of a whole suite per task: minutes each on a loaded 2-core machine
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 def test_gold_resolves_empty_and_wrong_do_not_as_swebench_says(path: Path, tmp_path: Path) -> None:
     docker_or_skip()
