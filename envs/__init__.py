@@ -16,6 +16,7 @@ def register_builtin() -> None:
     register("agentgym/code-v0", "agentgym.envs.code.env:CodeEnv", aliases=["code"])
     register("agentgym/toy-v0", "agentgym.envs.toy.env:ColourEnv", aliases=["toy"])
     register("agentgym/search-v0", "agentgym.envs.search.env:SearchEnv", aliases=["search"])
+    register("agentgym/swe-v0", "agentgym.envs.swe.env:SWEEnv", aliases=["swe"])
     register("agentgym/mcp-v0", "agentgym.mcp.env:MCPEnv", aliases=["mcp"])
 
 

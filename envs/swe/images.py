@@ -5,9 +5,11 @@ Three ways to get the repository's image, tried in this order for a task:
 1. ``image``: an existing image, used as it is (present in the engine, or pulled when a registry answers).
 2. ``dockerfile``: a user's Dockerfile (its text, or the path of a file whose directory is the build
    context), built with ``docker build`` and cached by the hash of the Dockerfile and its context.
-3. ``source_archive``: an sdist, turned into an image by
+3. ``source_archive``: an sdist (``{"package", "version", "sha256", "filename"}``), turned into an image by
    :func:`~agentgym.envs.swe.sdist_image.build_sdist_image` (Debian base, the sdist's tests'
-   dependencies, the repository at ``/testbed`` as a git repo at its base).
+   dependencies, the repository at ``/testbed`` as a git repo at the release); a synthesized task's
+   ``bug_patch`` (in ``source_archive``) is then committed on top in a layer of its own
+   (:func:`with_bug`), whose commit is the task's ``base_commit``.
 
 With none of them, the task is taken to be an official SWE-bench instance, whose image follows
 swebench's naming scheme (``swebench/sweb.eval.x86_64.<instance_id>:latest``, ``__`` spelled
@@ -16,14 +18,19 @@ registry on an air-gapped machine: then the image must be loaded beforehand (``d
 
 Whatever the way, the image gets one thin layer on top (:func:`ready_image`, cached by the base
 image's id) so that agentgym's sandboxes can work in it: ``/testbed`` is owned by the uid that code
-runs as (so the model can edit it and git trusts it), and git marks ``/testbed`` a safe directory.
+runs as (so the model can edit it and git trusts it), git marks ``/testbed`` a safe directory, and
+git ignores Python's caches everywhere (``__pycache__``, ``.pytest_cache``), so running the tests
+adds nothing to a patch even in a repository with no ``.gitignore`` (an sdist's).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
+import json
 import logging
+import shlex
 import threading
 from pathlib import Path
 
@@ -38,6 +45,7 @@ log = logging.getLogger(__name__)
 SWEBENCH_NAMESPACE = "swebench"
 READY_REPOSITORY = "agentgym/swe-ready"
 DOCKERFILE_REPOSITORY = "agentgym/swe-dockerfile"
+TASK_REPOSITORY = "agentgym/swe-task"
 MAX_CONTEXT_BYTES = 64 << 20  # a Dockerfile's build context larger than this is refused, not hashed
 
 _READY_DOCKERFILE = """\
@@ -46,10 +54,13 @@ USER 0
 RUN test -d {repo}/.git || {{ echo "the image has no git repository at {repo}" >&2; exit 1; }} \\
  && command -v git >/dev/null || {{ echo "the image has no git" >&2; exit 1; }}
 RUN find {repo} -xdev \\! -user {uid} -exec chown -h {uid}:{gid} {{}} + \\
- && git config --system --add safe.directory {repo}
+ && git config --system --add safe.directory {repo} \\
+ && printf '__pycache__/\\n*.py[co]\\n.pytest_cache/\\n' > /etc/agentgym-gitignore \\
+ && git config --system core.excludesFile /etc/agentgym-gitignore
 """
 _lock = threading.Lock()
 _ready: dict[str, str] = {}  # task's base image reference -> ready image tag, for this process
+_for_task: dict[str, str] = {}  # a task's image fields -> its ready image tag, for this process
 
 
 def swebench_image_name(instance_id: str, namespace: str = SWEBENCH_NAMESPACE) -> str:
@@ -71,15 +82,55 @@ def base_image(task: SWETask) -> str:
     if task.source_archive:
         from .sdist_image import build_sdist_image
 
-        return build_sdist_image(task)
+        archive = task.source_archive
+        release = build_sdist_image(archive["package"], archive.get("version"), sha256=archive.get("sha256"))
+        return with_bug(release, task) if archive.get("bug_patch") else release
     return _existing(swebench_image_name(task.instance_id),
                      f"the official SWE-bench image of {task.instance_id} (the task names no image, "
                      "dockerfile or source_archive)")
 
 
+def with_bug(release: str, task: SWETask) -> str:
+    """A synthesized task's image: its sdist's image with the task's ``bug_patch`` committed at ``/testbed``.
+
+    The commit is made as the synthesizer made it (``sdist_image.COMMIT_AUTHOR`` and ``COMMIT_DATE``,
+    the instance id as message), so its hash is the task's ``base_commit``; the build fails if it is not.
+    Tagged ``agentgym/swe-task:<hash of the release image id and the task>``, built once.
+
+    Raises:
+        EnvError: The bug does not apply, or the commit is not the task's base commit.
+    """
+    from .sdist_image import COMMIT_AUTHOR, COMMIT_DATE
+
+    assert task.source_archive is not None
+    bug = base64.b64encode(task.source_archive["bug_patch"].encode()).decode()
+    name, email = COMMIT_AUTHOR
+    dockerfile = f"""FROM {release}
+USER 0
+RUN cd {REPO_DIR} && echo {bug} | base64 -d > /tmp/agentgym-bug.patch && git apply /tmp/agentgym-bug.patch \\
+ && rm /tmp/agentgym-bug.patch && git add --all \\
+ && GIT_AUTHOR_DATE='{COMMIT_DATE}' GIT_COMMITTER_DATE='{COMMIT_DATE}' git -c user.name='{name}' \\
+    -c user.email='{email}' commit --quiet --no-gpg-sign -m {shlex.quote(task.instance_id)} \\
+ && test "$(git rev-parse HEAD)" = {shlex.quote(task.base_commit)}
+"""
+    with _lock:
+        image_id = engine.client().images.get(release).id.split(":")[-1]
+        tag = f"{TASK_REPOSITORY}:{_digest(image_id.encode(), dockerfile.encode())}"
+        if not _exists(tag):
+            _build(dockerfile.encode(), tag, dockerfile_path=None, network="none",
+                   what=f"task {task.instance_id}'s bug over {release} (must give commit {task.base_commit})")
+    return tag
+
+
 def image_for(task: SWETask) -> str:
-    """The ready image (see the module docstring) that sandboxes for ``task`` start from (blocking)."""
-    return ready_image(base_image(task))
+    """The ready image (see the module docstring) that sandboxes for ``task`` start from (blocking).
+
+    Found or built once per process and task: later episodes of the task ask the engine nothing.
+    """
+    key = json.dumps([task.instance_id, task.image, task.dockerfile, task.source_archive, task.base_commit])
+    if key not in _for_task:
+        _for_task[key] = ready_image(base_image(task))
+    return _for_task[key]
 
 
 def ready_image(base: str) -> str:

@@ -6,7 +6,8 @@ check it), ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (test ids; a list or, as on the
 ``version``. :class:`SWETask` reads that row and the optional fields that say how to run it here:
 
 - where it runs (one of, see :mod:`~agentgym.envs.swe.images`): ``image`` (an existing image),
-  ``dockerfile`` (a Dockerfile to build), ``source_archive`` (an sdist, built by
+  ``dockerfile`` (a Dockerfile to build), ``source_archive`` (an sdist named by ``package``,
+  ``version`` and ``sha256``, built by
   :func:`~agentgym.envs.swe.sdist_image.build_sdist_image`), else the official SWE-bench instance image;
 - how its tests run: ``test_cmd`` (a shell command run in ``/testbed``; the test ids to run are
   appended to it), or swebench 5's ``eval_script`` (the whole script, test patch included);
@@ -58,7 +59,7 @@ class SWETask(BaseModel):
     created_at: str = ""
     image: str | None = None
     dockerfile: str | None = None
-    source_archive: str | None = None
+    source_archive: dict[str, str] | None = None
     test_cmd: str | None = None
     eval_script: str | None = None
     log_parser: str | None = None
@@ -73,6 +74,13 @@ class SWETask(BaseModel):
                 value = json.loads(value) if value.strip() else []
             except ValueError as e:
                 raise ValueError(f"not a JSON list of test ids: {value[:60]!r}") from e
+        return value
+
+    @field_validator("source_archive")
+    @classmethod
+    def _names_a_package(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None and not value.get("package"):
+            raise ValueError("source_archive must name its package: {\"package\", \"version\", \"sha256\"}")
         return value
 
     @field_validator("version", mode="before")

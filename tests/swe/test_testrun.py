@@ -62,7 +62,7 @@ def test_parses_a_real_pytest_log(tmp_path: Path) -> None:
 
 
 def test_unknown_parser_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="no log parser 'parse_log_nope'.*parse_log_pytest"):
+    with pytest.raises(ValueError, match=r"no log parser 'parse_log_nope'.*parse_log_pytest"):
         testrun.parse_statuses("", parser="parse_log_nope")
 
 

@@ -1,0 +1,72 @@
+"""``agentgym swe synthesize``: SWE tasks from a package on PyPI, as SWE-bench JSONL."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``swe`` and its subcommands on the ``agentgym`` command's subparsers."""
+    from agentgym.envs.swe.mutate import OPERATORS
+
+    swe = subparsers.add_parser("swe", help="SWE tasks: synthesize them from real packages")
+    commands = swe.add_subparsers(dest="swe_command", required=True)
+    syn = commands.add_parser(
+        "synthesize", help="inject bugs into a PyPI package, keep those its tests catch, write SWE-bench rows",
+        description="Builds the package's sdist image (no registry), runs its tests, mutates its modules and "
+                    "keeps mutants that fail some tests while the rest pass. Needs Docker.",
+    )
+    syn.add_argument("--package", required=True, help="a PyPI name whose sdist ships its tests (toolz)")
+    syn.add_argument("--version", help="the release (default: the newest)")
+    syn.add_argument("--count", type=_positive, default=20, help="tasks wanted")
+    syn.add_argument("--seed", type=int, default=0, help="orders the mutants: same seed, same tasks")
+    syn.add_argument("--out", required=True, help="the JSONL file to write (replaced)")
+    syn.add_argument("--jobs", type=_positive, default=2, help="mutant test runs at once, one CPU each")
+    syn.add_argument("--max-tries", type=_positive, help="mutants tried at most (default 20 x count)")
+    syn.add_argument("--operators", type=lambda s: tuple(s.split(",")), default=OPERATORS,
+                     help=f"comma-separated mutation operators (default all: {','.join(OPERATORS)})")
+    syn.add_argument("--model", help="a litellm model string that writes the problem statements (default: a template)")
+    syn.add_argument("--api-base", help="the model's endpoint (an OpenAI-compatible server)")
+    syn.add_argument("--quiet", action="store_true", help="no line per mutant")
+    syn.set_defaults(func=_synthesize)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _synthesize(args: argparse.Namespace) -> int:
+    from agentgym.envs.swe.mutate import OPERATORS
+    from agentgym.envs.swe.synthesize import Stats, synthesize, write_tasks
+    from agentgym.errors import AgentgymError
+
+    unknown = set(args.operators) - set(OPERATORS)
+    if unknown:
+        raise AgentgymError(f"unknown operators {sorted(unknown)}; known: {', '.join(OPERATORS)}")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise AgentgymError(f"--out {out}: no directory {out.parent}")
+    if args.model is not None:
+        from agentgym.policies.litellm import LiteLLMPolicy
+
+        LiteLLMPolicy(args.model, api_base=args.api_base).check()  # keys and provider before any build
+    stats = Stats()
+    started = time.monotonic()
+    say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    rows = asyncio.run(synthesize(
+        args.package, version=args.version, count=args.count, seed=args.seed, jobs=args.jobs,
+        max_tries=args.max_tries, operators=args.operators, model=args.model, api_base=args.api_base,
+        stats=stats, progress=say,
+    ))
+    write_tasks(rows, out)
+    minutes = (time.monotonic() - started) / 60
+    rejected = ", ".join(f"{n} {why}" for why, n in sorted(stats.rejected.items())) or "none"
+    print(f"{len(rows)} tasks from {stats.tried} mutants in {minutes:.1f} min (rejected: {rejected}) -> {out}")
+    return 0 if len(rows) == args.count else 1

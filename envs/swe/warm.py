@@ -1,0 +1,213 @@
+"""SWE sandboxes: fresh containers of a task's image, and warm reuse by resetting one to its base.
+
+A SWE repository lives at ``/testbed`` in the container's own filesystem (``Limits.writable_root``),
+so the agent's generic wipe, which checks every writable mount file by file, cannot vouch for it and a
+pool would destroy it. Instead, when an episode ends its sandbox is reset here, in about the time of a
+``git reset``, and reused only if every check passes (:meth:`WarmSandboxes.give_back`):
+
+1. every process of the code's user is killed (``kill -9 -1`` as that user), and none is left;
+2. ``/tmp``, ``/work`` (the code's ``$HOME``) and ``/dev/shm`` are emptied and hold what they held at start;
+3. the repository goes back to the base commit: ``git reset --hard``, ``git clean`` of every
+   untracked and ignored file that was not there when the container was fresh (git runs with no
+   global config, hooks or fsmonitor, so nothing the model set up for git runs);
+4. ``git status --ignored`` is what it was at start, and ``HEAD`` is the base commit;
+5. ``docker diff`` of the container shows nothing outside what it showed at start, the work tree
+   under ``/testbed``, and git's index, ``ORIG_HEAD`` and reflogs: a change anywhere else (``.git/config``,
+   hooks, objects, ``/var/tmp``, ``/etc``) means the sandbox is destroyed, not reused;
+6. still no process of the code's user.
+
+What a fresh container looked like (steps 3 to 5) is recorded when it starts, before any model acts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+import weakref
+from dataclasses import dataclass
+
+from agentgym.errors import EnvError, SandboxError
+from agentgym.sandboxes import Limits, engine
+from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.sandbox import AgentSandbox
+
+from .tasks import REPO_DIR
+
+log = logging.getLogger(__name__)
+
+LIMITS = Limits(writable_root=True, memory_mb=2048, pids=256, disk_mb=1024, exec_timeout=60.0, output_bytes=1 << 20)
+"""SWE sandboxes' limits: a writable root for ``/testbed``, room for a test suite; no network."""
+GIT = "env GIT_CONFIG_GLOBAL=/dev/null git -c core.hooksPath=/dev/null -c core.fsmonitor=false"
+"""git as the reset and the submission run it: no global config (``$HOME`` is the model's), no hook, no
+fsmonitor: nothing the model could have set up runs (a repository config it changed is caught by the
+``docker diff`` check, and the sandbox is destroyed)."""
+SCRATCH = ("/tmp", "/work", "/dev/shm")
+MAX_IDLE = 8  # reset sandboxes kept per image
+RESET_TIMEOUT = 60.0
+_GIT_OWN = ("/index", "/ORIG_HEAD", "/logs")  # what our own reset and `git status` write under .git
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """What a sandbox's image looks like when fresh: compared against after each reset."""
+
+    status: str  # git status --porcelain --ignored
+    scratch: str  # listing of the scratch directories
+    diff: frozenset[str]  # docker diff paths
+
+
+async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
+    """A new container of ``image``; the caller destroys it.
+
+    Raises:
+        EnvError: The container cannot be started (no Docker engine: SWE sandboxes are Docker only).
+    """
+    if not await asyncio.to_thread(engine.available):
+        raise EnvError("the SWE env needs Docker: its repository lives at /testbed in a container's own "
+                       "filesystem, which the local sandbox backend cannot give")
+    try:
+        return await start("docker", image, limits)
+    except SandboxError as e:
+        raise EnvError(f"could not start a SWE sandbox from {image}: {e}") from e
+
+
+async def snapshot(sandbox: AgentSandbox) -> Fresh:
+    """What a fresh sandbox looks like, before anyone touched it: what a reset must give back."""
+    status = await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status")
+    scratch = await _run(sandbox, _LIST_SCRATCH, "listing scratch directories")
+    return Fresh(status=status, scratch=scratch, diff=frozenset(await asyncio.to_thread(_docker_diff, sandbox.id)))
+
+
+_LIST_SCRATCH = "find " + " ".join(SCRATCH) + " -mindepth 1 2>/dev/null | sort"
+_PROCESSES_LEFT = (
+    "for d in /proc/[0-9]*; do [ \"${d#/proc/}\" = $$ ] && continue; "
+    "grep -q \"^Uid:[[:space:]]*$(id -u)[[:space:]]\" $d/status 2>/dev/null && echo ${d#/proc/}; done; true"
+)
+
+
+async def _run(sandbox: AgentSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
+    done = await sandbox.exec(cmd, cwd=cwd, timeout=RESET_TIMEOUT)
+    if done.exit_code != 0 or done.truncated:
+        raise SandboxError(f"{what} failed ({done.exit_code}): {done.output[-500:]}")
+    return done.stdout
+
+
+def _docker_diff(container_id: str) -> list[str]:
+    import docker
+
+    try:
+        return [change["Path"] for change in engine.client().api.diff(container_id) or []]
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"docker diff failed: {e}") from e
+
+
+async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
+    """Reset a used sandbox to its fresh state at ``base_commit``; None when every check passes, else why not."""
+    try:
+        await sandbox.exec("kill -9 -1 2>/dev/null; true", timeout=RESET_TIMEOUT)
+        left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
+        if left:
+            return f"processes survived the kill: {left[:5]}"
+        # Nothing of the model's runs now, and the reset below writes under /testbed and the scratch
+        # tmpfs only (which docker diff does not list): the diff can be taken while it runs.
+        diffing = asyncio.ensure_future(asyncio.to_thread(_docker_diff, sandbox.id))
+        try:
+            return await _reset_and_check(sandbox, fresh, base_commit, diffing)
+        finally:
+            diffing.cancel()
+    except (SandboxError, OSError) as e:
+        return f"the reset failed: {e}"
+
+
+async def _reset_and_check(
+    sandbox: AgentSandbox, fresh: Fresh, base_commit: str, diffing: asyncio.Future[list[str]]
+) -> str | None:
+    await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
+                       cwd="/", timeout=RESET_TIMEOUT)
+    if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
+        return "files left in /tmp, /work or /dev/shm"
+    kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
+    keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
+    await _run(sandbox, f"{GIT} reset -q --hard {shlex.quote(base_commit)} && {GIT} clean -qffdx {keep}",
+               "git reset")
+    if await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status") != fresh.status:
+        return "the repository differs from its fresh state after the reset"
+    head = (await _run(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
+    if head != base_commit and not head.startswith(base_commit):
+        return f"HEAD is {head}, not the base commit {base_commit}"
+    changed = [p for p in await diffing if p not in fresh.diff and not _expected(p)]
+    if changed:
+        return f"docker diff shows changes outside the work tree: {changed[:5]}"
+    left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
+    return f"processes started during the reset: {left[:5]}" if left else None
+
+
+def _expected(path: str) -> bool:
+    """A path a used and reset sandbox may differ in: the work tree, and what git itself writes in ``.git``."""
+    if path == REPO_DIR or not path.startswith(REPO_DIR + "/"):
+        return path == REPO_DIR
+    git = REPO_DIR + "/.git"
+    if path == git:
+        return True
+    if path.startswith(git + "/"):
+        return path[len(git):].startswith(_GIT_OWN)
+    return True
+
+
+class WarmSandboxes:
+    """Reset sandboxes of each image, ready for the next episode on that image, per event loop.
+
+    ``take`` hands out a reset one (or starts a fresh container); ``give_back`` resets one after its
+    episode and keeps it if every check passes, else destroys it. A sandbox is only ever shared
+    between episodes of the same image, one at a time.
+    """
+
+    def __init__(self) -> None:
+        self.idle: dict[str, list[tuple[AgentSandbox, Fresh]]] = {}
+        self.fresh_of: weakref.WeakKeyDictionary[AgentSandbox, Fresh] = weakref.WeakKeyDictionary()
+        self.discarded: list[str] = []  # why sandboxes were not reused, most recent last (for tests and logs)
+
+    async def take(self, image: str, limits: Limits = LIMITS) -> tuple[AgentSandbox, bool]:
+        """A sandbox of ``image`` at its fresh state, and whether it was reused (warm)."""
+        idle = self.idle.get(image, [])
+        while idle:
+            sandbox, fresh = idle.pop()
+            if sandbox.connected:
+                self.fresh_of[sandbox] = fresh
+                return sandbox, True
+            await sandbox.destroy()
+        sandbox = await start_fresh(image, limits)
+        try:
+            self.fresh_of[sandbox] = await snapshot(sandbox)
+        except BaseException:
+            await sandbox.destroy()
+            raise
+        return sandbox, False
+
+    async def give_back(self, image: str, sandbox: AgentSandbox, base_commit: str) -> str | None:
+        """Reset ``sandbox`` and keep it for the next episode of ``image``; None if kept, else why it was destroyed."""
+        fresh = self.fresh_of.pop(sandbox, None)
+        why = "no record of its fresh state" if fresh is None else await reset_to_base(sandbox, fresh, base_commit)
+        if why is None and len(self.idle.get(image, [])) >= MAX_IDLE:
+            why = "enough idle sandboxes of this image"
+        if why is not None or fresh is None:
+            self.discarded.append(why or "")
+            log.info("SWE sandbox %s not reused: %s", sandbox.id[:12], why)
+            await sandbox.destroy()
+            return why
+        self.idle.setdefault(image, []).append((sandbox, fresh))
+        return None
+
+    async def shutdown(self) -> None:
+        """Destroy every idle sandbox."""
+        idle, self.idle = self.idle, {}
+        await asyncio.gather(*(s.destroy() for pairs in idle.values() for s, _ in pairs))
+
+
+_warm: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WarmSandboxes] = weakref.WeakKeyDictionary()
+
+
+def warm_sandboxes() -> WarmSandboxes:
+    """This event loop's :class:`WarmSandboxes`, shared by every SWE env on the loop."""
+    return _warm.setdefault(asyncio.get_running_loop(), WarmSandboxes())

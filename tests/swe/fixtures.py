@@ -1,0 +1,31 @@
+"""The tiny repository's image and its base commit, built once per session."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.conftest import docker_or_skip
+
+from . import repo
+
+
+@pytest.fixture(scope="session")
+def base_commit() -> str:
+    """The base commit of the tiny repository, read from its image (built on first use)."""
+    docker_or_skip()
+    from agentgym.envs.swe.images import image_for
+    from agentgym.envs.swe.tasks import SWETask
+    from agentgym.envs.swe.warm import GIT, start_fresh
+
+    image = image_for(SWETask.model_validate(repo.task_row("0" * 40)))
+
+    async def head() -> str:
+        sandbox = await start_fresh(image)
+        try:
+            return (await sandbox.exec(f"{GIT} rev-parse HEAD", cwd="/testbed")).stdout.strip()
+        finally:
+            await sandbox.destroy()
+
+    return asyncio.run(head())
