@@ -72,8 +72,11 @@ async def test_an_endpoint_that_keeps_failing_is_a_recorded_error(tmp_path, exec
     rows = {t.task_id: t for t in read_jsonl(out)}
     assert sorted(rows) == [t.id for t in tasks]
     failed = [t for t in rows.values() if t.outcome == "error"]
-    assert len(failed) == 2 and summary.outcomes == {"error": 2, "terminated": 1}
+    # One at a time, the faults fail the first two episodes; Ray's two workers may share them out
+    # differently, but every fault is accounted for: two per failed episode, one per retried success.
+    assert failed and summary.outcomes == {"error": len(failed), "terminated": 3 - len(failed)}
+    assert sum(2 if t.outcome == "error" else t.usage.retries for t in rows.values()) == 4
     for t in failed:  # the reason named, after its two attempts
         assert (t.failure or "").startswith("PolicyError: openai/fake-model: InternalServerError: ")
         assert "after 2 attempt(s)" in (t.failure or "") and t.failed_usage.retries == 1
-    assert summary.failures and sum(summary.failures.values()) == 2
+    assert summary.failures and sum(summary.failures.values()) == len(failed)
