@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
@@ -24,6 +24,7 @@ from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, serve_m
 from agentgym.envs.gui.rewards import task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, ToolError
+from agentgym.rewards.verifier import ScoreFn, Verifier
 from agentgym.tools import tool
 from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
 
@@ -62,7 +63,7 @@ class GUIEnv(Env):
 
     max_turns = 10
     text_ends_episode = False
-    verifier = task_reward
+    verifier: ClassVar[Verifier | ScoreFn | None] = task_reward
 
     def __init__(
         self,

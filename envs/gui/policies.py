@@ -345,5 +345,5 @@ class RandomClickPolicy:
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
         from agentgym.envs.gui.page import HEIGHT, WIDTH
 
-        point = {"x": round(self.rng.uniform(0, WIDTH), 1), "y": round(self.rng.uniform(0, HEIGHT), 1)}
+        point: dict[str, object] = {"x": round(self.rng.uniform(0, WIDTH), 1), "y": round(self.rng.uniform(0, HEIGHT), 1)}
         return _call(messages, ("click", point))

@@ -61,7 +61,8 @@ def _point_of(name: str, args: dict[str, Any], dom_text: str) -> tuple[float, fl
             return float(args["x"]), float(args["y"])
         except (KeyError, TypeError, ValueError):
             return None
-    node = parse_dom(dom_text).get(args.get("ref")) if isinstance(args.get("ref"), int) else None
+    ref = args.get("ref")
+    node = parse_dom(dom_text).get(ref) if isinstance(ref, int) else None
     return node.center if node is not None else None
 
 
