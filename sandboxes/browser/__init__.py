@@ -1,0 +1,44 @@
+"""Browser sandboxes: one Chromium per sandbox, driven from the host by Playwright, kept warm and reused.
+
+The front door (needs the ``gui`` extra, i.e. Playwright; ``import agentgym`` does not import it)::
+
+    from agentgym.sandboxes.browser import acquire_browser, release_browser
+
+    sandbox = await acquire_browser("auto")        # Docker when an engine answers, else local (warned)
+    try:
+        context = await sandbox.new_context(viewport={"width": 160, "height": 210})
+        page = await context.new_page()             # an ordinary Playwright page
+        ...
+    finally:
+        await release_browser(sandbox)              # contexts closed, browser kept warm for the next episode
+
+Backends: ``docker`` runs Debian's Chromium in a container with ``--network none`` (no route to the
+host or anywhere else; serve pages with :func:`serve_directory` or Playwright routes), capped
+memory, CPU and processes, no host environment, files or Docker socket, labelled so that
+``agentgym sandbox ls``/``prune`` see it. ``local`` runs the host's ``/usr/bin/chromium`` with NO
+network isolation, for machines without Docker and trusted pages only.
+See ``docs/browser-sandbox.md``.
+"""
+
+from agentgym.sandboxes.browser.launch import BrowserLimits
+from agentgym.sandboxes.browser.pool import (
+    BrowserPool,
+    acquire_browser,
+    release_browser,
+    shutdown_browser_pools,
+    warm_up_browsers,
+)
+from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
+from agentgym.sandboxes.browser.serve import serve_directory
+
+__all__ = [
+    "BrowserLimits",
+    "BrowserPool",
+    "BrowserSandbox",
+    "acquire_browser",
+    "create_browser",
+    "release_browser",
+    "serve_directory",
+    "shutdown_browser_pools",
+    "warm_up_browsers",
+]

@@ -1,0 +1,178 @@
+"""How Chromium starts for a browser sandbox: in a container (``docker``) or on the host (``local``).
+
+Both are Playwright's ordinary ``chromium.launch(executable_path=...)`` over ``--remote-debugging-pipe``.
+For Docker the executable is ``chromium-in-docker``, a small script beside this module that execs
+``docker run -i --rm --network none <image> ...`` and, inside, maps the container's stdin/stdout onto
+Chromium's pipe fds 3/4: no port and no socket on the host, and nothing but the pipe between the
+page and the host. The container carries the owner labels of every agentgym container
+(:func:`~agentgym.sandboxes.engine.owner_labels`), so ``agentgym sandbox ls``/``prune`` and the
+reaper treat it like the others, plus ``agentgym.kind=browser``.
+
+The Playwright driver (one Node process) is started once per event loop and shared by every browser
+of that loop. Playwright is imported here, inside functions, so ``import agentgym`` never imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes import engine
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Playwright
+
+IMAGE = "chromium"  # the recipe in agentgym/sandboxes/images/chromium.json
+WRAPPER = Path(__file__).with_name("chromium-in-docker")
+LOCAL_CHROMIUM = "/usr/bin/chromium"  # Debian's; `playwright install` is not needed
+KIND_LABEL = f"{engine.LABEL}.kind"
+PID_FILE = "/tmp/chromium.pid"  # inside the container: the browser process, for kill_browser()
+MARKER = "--agentgym-browser"  # an inert switch naming a local browser's main process, for kill_browser()
+CODE_USER = "65534:65534"
+LAUNCH_TIMEOUT_MS = 60_000
+# Inside the container: note Chromium's pid, then become Chromium with the pipe on fds 3 (commands,
+# the container's stdin) and 4 (replies, its stdout); Chromium's own stdout joins its stderr.
+INNER = f'echo $$ >{PID_FILE} && exec chromium "$@" 3<&0 4>&1 </dev/null >&2'
+
+
+class BrowserLimits(BaseModel):
+    """What a browser sandbox may use (Docker enforces every field; the local backend none).
+
+    Attributes:
+        cpus: CPU cores (a quota).
+        memory_mb: Memory of the whole container, its ``/tmp`` tmpfs included (Chromium's profile
+            and shared memory live there: Playwright passes ``--disable-dev-shm-usage``).
+        pids: Processes and threads at once; Chromium runs about a hundred threads.
+        disk_mb: Size of the container's ``/tmp`` tmpfs, the only writable place.
+        wall_seconds: Lifetime; after it Chromium is killed and the container goes. A warm pool
+            stops handing out a browser past half of it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    cpus: float = 1.0
+    memory_mb: int = 1024
+    pids: int = 512
+    disk_mb: int = 256
+    wall_seconds: float = 6 * 3600.0
+
+
+_drivers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Playwright] = weakref.WeakKeyDictionary()
+
+
+async def driver() -> Playwright:
+    """This event loop's Playwright driver, started on first use.
+
+    Raises:
+        SandboxError: Playwright is not installed.
+    """
+    loop = asyncio.get_running_loop()
+    if loop not in _drivers:
+        try:
+            from playwright.async_api import async_playwright
+        except ImportError as e:
+            raise SandboxError("browser sandboxes need Playwright: pip install 'agentgym[gui]'") from e
+        started = await async_playwright().start()
+        if loop in _drivers:  # another task started one meanwhile
+            await started.stop()
+        else:
+            _drivers[loop] = started
+    return _drivers[loop]
+
+
+async def stop_driver() -> None:
+    """Stop this event loop's Playwright driver, if one was started (its browsers go with it)."""
+    started = _drivers.pop(asyncio.get_running_loop(), None)
+    if started is not None:
+        await started.stop()
+
+
+def container_name() -> str:
+    """A fresh container name: the handle to the container before its id is known."""
+    return f"agentgym-browser-{uuid.uuid4().hex[:12]}"
+
+
+def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
+    """``docker run`` options, image and command up to Chromium's arguments, for ``chromium-in-docker``.
+
+    No network, a read-only root with a size-capped ``/tmp``, capped memory (no swap), CPU and
+    processes, no capabilities, no privilege escalation, an unprivileged user, and an environment
+    of HOME and LANG only (the image sets PATH): nothing of the host's environment, files or
+    Docker socket. ``--init`` reaps Chromium's children and ends the container when Chromium
+    ends; ``timeout`` enforces the wall time inside.
+    """
+    labels = {**engine.owner_labels(limits.wall_seconds), KIND_LABEL: "browser"}
+    return [
+        "--interactive", "--rm", "--init", f"--name={name}",
+        "--network=none",
+        f"--memory={limits.memory_mb}m", f"--memory-swap={limits.memory_mb}m",
+        f"--cpus={limits.cpus:g}", f"--pids-limit={limits.pids}",
+        "--read-only", f"--tmpfs=/tmp:rw,nosuid,nodev,size={limits.disk_mb}m,mode=1777",
+        "--cap-drop=ALL", "--security-opt=no-new-privileges", f"--user={CODE_USER}",
+        "--ulimit=core=0", "--log-driver=none",
+        "--env=HOME=/tmp", "--env=LANG=C.UTF-8",
+        *(f"--label={key}={value}" for key, value in labels.items()),
+        ref,
+        "timeout", "-s", "KILL", f"{int(limits.wall_seconds)}",
+        "sh", "-c", INNER, "chromium-in-docker",
+    ]
+
+
+async def launch_docker(name: str, ref: str, limits: BrowserLimits) -> Browser:
+    """Start Chromium in container ``name`` from image ``ref``; the caller removes the container on failure.
+
+    Raises:
+        SandboxError: Chromium did not start (the message carries Playwright's log of why).
+    """
+    if not os.access(WRAPPER, os.X_OK):
+        raise SandboxError(f"{WRAPPER} is missing or not executable; reinstall agentgym")
+    run = "\n".join(docker_run_args(name, ref, limits))
+    pw = await driver()
+    return await _launch(pw, str(WRAPPER), [], {**os.environ, "AGENTGYM_BROWSER_RUN": run})
+
+
+async def launch_local(marker: str) -> Browser:
+    """Start the host's Chromium (no isolation at all), its main process tagged with ``marker``.
+
+    Raises:
+        SandboxError: There is no Chromium at :data:`LOCAL_CHROMIUM`, or it did not start.
+    """
+    if not os.access(LOCAL_CHROMIUM, os.X_OK):
+        raise SandboxError(f"the local browser backend needs Chromium at {LOCAL_CHROMIUM}: apt-get install chromium")
+    pw = await driver()
+    return await _launch(pw, LOCAL_CHROMIUM, [f"{MARKER}={marker}"], None)
+
+
+async def _launch(
+    pw: Playwright, executable: str, args: list[str], env: dict[str, str | float | bool] | None,
+) -> Browser:
+    from playwright.async_api import Error
+
+    try:
+        return await pw.chromium.launch(
+            executable_path=executable, args=args, env=env, headless=True, timeout=LAUNCH_TIMEOUT_MS,
+        )
+    except Error as e:
+        raise SandboxError(f"Chromium did not start: {e.message}") from e
+
+
+def local_browser_pid(marker: str) -> int | None:
+    """The pid of the local Chromium whose main process carries ``marker``, or None if it is gone."""
+    wanted = f"{MARKER}={marker}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if wanted in args and not any(a.startswith(b"--type=") for a in args):
+            return int(entry.name)
+    return None

@@ -1,0 +1,211 @@
+"""Warm pools of browser sandboxes: Chromium's start (most of a second) is paid in the background.
+
+:func:`acquire_browser` pops a ready browser; :func:`release_browser` closes its contexts and puts it
+back for the next episode (or closes it). A pool keeps ``size`` spares ready, and each caller who
+finds none ready makes it keep one more (up to ``max_size``), as the python sandbox pools do.
+Pools are per event loop, backend and limits, shared by every env of a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+import weakref
+from collections.abc import Coroutine
+from typing import Any
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes.browser.launch import BrowserLimits, stop_driver
+from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
+
+log = logging.getLogger(__name__)
+
+MAX_SHARED_BROWSERS = 32
+RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
+
+
+class BrowserPool:
+    """Keeps browser sandboxes of one kind ready and takes them back after use.
+
+    Args:
+        backend: ``"docker"``, ``"local"`` or ``"auto"``.
+        limits: Limits of every browser of the pool.
+        size: Spares to keep ready beyond those lent; grows by one each time a caller finds none.
+        max_size: The most ``size`` may grow to, and the most browsers the pool keeps ready.
+    """
+
+    def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
+                 *, max_size: int | None = None) -> None:
+        self.backend = backend
+        self.limits = limits or BrowserLimits()
+        self.size = size
+        self.max_size = max(size, max_size if max_size is not None else size)
+        self._ready: collections.deque[BrowserSandbox] = collections.deque()
+        self._starting = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._backoff_until = 0.0
+        self._failure: str | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<BrowserPool {self.backend} ready={self.ready} size={self.size}>"
+
+    @property
+    def ready(self) -> int:
+        """Browsers ready to hand out now."""
+        return len(self._ready)
+
+    async def acquire(self) -> BrowserSandbox:
+        """A ready browser with no context open; give it back with :meth:`release`.
+
+        Raises:
+            SandboxError: The pool is shut down, or no browser could be started (with the reason).
+        """
+        if self._closed:
+            raise SandboxError("the browser pool is shut down")
+        while self._ready:
+            sandbox = self._ready.popleft()
+            if self._fit(sandbox):
+                self._refill()
+                return sandbox
+            self._spawn(sandbox.close())
+        self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
+        sandbox = await create_browser(self.backend, self.limits)
+        self._refill()
+        return sandbox
+
+    async def release(self, sandbox: BrowserSandbox, reusable: bool = True) -> None:
+        """Take ``sandbox`` back: its contexts closed, ready for the next caller; or close it.
+
+        A browser that died, is past half its wall time, or is not ``reusable`` (e.g. a page
+        misbehaved) is closed, and the pool starts a replacement.
+        """
+        if reusable and not self._closed and self._fit(sandbox) and self.ready < self.max_size:
+            try:
+                await sandbox.clear()
+            except Exception as e:
+                log.info("browser sandbox %s could not be cleared, closing it: %s", sandbox.id, e)
+            else:
+                if self._fit(sandbox):
+                    self._ready.append(sandbox)
+                    return
+        await sandbox.close()
+        self._refill()
+
+    async def fill(self) -> None:
+        """Start spares and wait until ``size`` are ready.
+
+        Raises:
+            SandboxError: A browser could not be started; the message says why.
+        """
+        while self.ready < self.size and not self._closed:
+            self._failure, self._backoff_until = None, 0.0
+            for _ in range(self.size - self.ready - self._starting):
+                self._starting += 1
+                self._spawn(self._add_one())
+            await asyncio.gather(*self._tasks)
+            if self._failure is not None:
+                raise SandboxError(f"could not start a browser sandbox: {self._failure}")
+
+    async def shutdown(self) -> None:
+        """Stop refilling and close the spares; browsers handed out are the callers' to release."""
+        self._closed = True
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        spares, self._ready = list(self._ready), collections.deque()
+        await asyncio.gather(*(s.close() for s in spares))
+
+    def _fit(self, sandbox: BrowserSandbox) -> bool:
+        return sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2
+
+    def _refill(self) -> None:
+        missing = min(self.size, self.max_size) - len(self._ready) - self._starting
+        if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
+            return
+        for _ in range(missing):
+            self._starting += 1
+            self._spawn(self._add_one())
+
+    async def _add_one(self) -> None:
+        try:
+            sandbox = await create_browser(self.backend, self.limits)
+        except Exception as e:
+            self._failure = str(e)
+            self._backoff_until = time.monotonic() + RETRY_SECONDS
+            log.warning("could not start a spare browser sandbox: %s", e)
+            return
+        finally:
+            self._starting -= 1
+        if self._closed:
+            await sandbox.close()
+        else:
+            self._ready.append(sandbox)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+PoolKey = tuple[str, BrowserLimits]
+_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, BrowserPool]] = weakref.WeakKeyDictionary()
+_lenders: weakref.WeakKeyDictionary[BrowserSandbox, BrowserPool] = weakref.WeakKeyDictionary()
+
+
+async def acquire_browser(backend: str = "auto", limits: BrowserLimits | None = None) -> BrowserSandbox:
+    """A browser from this process's warm pool for ``(backend, limits)``; give it back with :func:`release_browser`.
+
+    Args:
+        backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
+            ``"docker"`` or ``"local"`` (NO network isolation).
+        limits: Defaults to :class:`BrowserLimits()`.
+
+    Raises:
+        SandboxError: No browser could be started; the message says why.
+    """
+    pool = await _shared_pool(backend, limits)
+    sandbox = await pool.acquire()
+    _lenders[sandbox] = pool
+    return sandbox
+
+
+async def release_browser(sandbox: BrowserSandbox, reusable: bool = True) -> None:
+    """Give back a browser from :func:`acquire_browser`: cleared and kept warm if ``reusable``, else closed.
+
+    A browser from anywhere else (:func:`create_browser`) is closed.
+    """
+    pool = _lenders.pop(sandbox, None)
+    if pool is None:
+        await sandbox.close()
+    else:
+        await pool.release(sandbox, reusable)
+
+
+async def warm_up_browsers(backend: str = "auto", limits: BrowserLimits | None = None, count: int = 1) -> None:
+    """Have ``count`` browsers ready in the shared pool :func:`acquire_browser` draws from, and wait for them.
+
+    Raises:
+        SandboxError: A browser could not be started; the message says why.
+    """
+    pool = await _shared_pool(backend, limits)
+    pool.size = max(pool.size, count)
+    pool.max_size = max(pool.max_size, count)
+    await pool.fill()
+
+
+async def shutdown_browser_pools() -> None:
+    """Close this event loop's shared pools' spares, then stop its Playwright driver (and every browser of it)."""
+    pools = _shared.pop(asyncio.get_running_loop(), {})
+    await asyncio.gather(*(p.shutdown() for p in pools.values()))
+    await stop_driver()
+
+
+async def _shared_pool(backend: str, limits: BrowserLimits | None) -> BrowserPool:
+    from agentgym.sandboxes.pool import resolve_backend
+
+    key = (await resolve_backend(backend), limits or BrowserLimits())
+    pools = _shared.setdefault(asyncio.get_running_loop(), {})
+    if key not in pools:
+        pools[key] = BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS)
+    return pools[key]

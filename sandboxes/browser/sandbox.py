@@ -1,0 +1,229 @@
+"""One browser in a sandbox: a Playwright ``Browser`` whose Chromium runs in a container (or on the host).
+
+A :class:`BrowserSandbox` lives across many episodes: each episode gets a new browser context
+(:meth:`BrowserSandbox.new_context`), which closes the previous one, so cookies, localStorage,
+IndexedDB, cache and pages of earlier episodes are gone. Starting Chromium costs most of a second;
+a new context costs milliseconds.
+
+When Chromium dies (crash, out of memory, :meth:`~BrowserSandbox.kill_browser`), Playwright calls
+on the page raise ``playwright.async_api.Error``; :attr:`BrowserSandbox.lost` then says what
+happened, :meth:`~BrowserSandbox.new_context` raises :class:`~agentgym.errors.SandboxError` with
+it, and the container is removed (it also removes itself: ``--rm --init``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import signal
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes import engine
+from agentgym.sandboxes.browser import launch
+from agentgym.sandboxes.browser.launch import BrowserLimits
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext
+
+log = logging.getLogger(__name__)
+
+PING_TIMEOUT = 5.0
+CLOSE_TIMEOUT = 10.0
+
+
+class BrowserSandbox:
+    """One Chromium in a sandbox, driven from the host by Playwright; reused across episodes.
+
+    Attributes:
+        id: The container's short id (docker), or ``local-<hex>`` (local).
+        backend: ``"docker"`` or ``"local"`` (the host's Chromium: no isolation).
+        browser: The Playwright ``Browser``. Use :meth:`new_context` for pages rather than
+            ``browser.new_context()``, so each episode starts clean.
+        limits: What the container may use.
+        started: ``time.monotonic()`` at start.
+        lost: Why the browser went away without :meth:`close`, or None while it has not.
+    """
+
+    def __init__(self, id: str, backend: str, browser: Browser, limits: BrowserLimits, *,
+                 container: str | None = None, marker: str | None = None) -> None:
+        self.id = id
+        self.backend = backend
+        self.browser = browser
+        self.limits = limits
+        self.started = time.monotonic()
+        self.lost: str | None = None
+        self._container = container
+        self._marker = marker
+        self._context: BrowserContext | None = None
+        self._closed = False
+        self._cleanup: set[asyncio.Future[None]] = set()
+        self._finalizer = weakref.finalize(self, _remove_quietly, container) if container else None
+        browser.on("disconnected", lambda _: self._on_disconnected())
+
+    def __repr__(self) -> str:
+        return f"<BrowserSandbox {self.backend} {self.id}>"
+
+    @property
+    def connected(self) -> bool:
+        """Whether Playwright still holds the browser, without asking it anything."""
+        return not self._closed and self.lost is None and self.browser.is_connected()
+
+    async def new_context(self, **kwargs: Any) -> BrowserContext:
+        """A fresh browser context (empty storage, cookies, cache); closes the one made before.
+
+        Args:
+            kwargs: Passed to Playwright's ``Browser.new_context`` (``viewport``, ``device_scale_factor``...).
+
+        Raises:
+            SandboxError: The sandbox is closed or its browser died (the message says which).
+        """
+        from playwright.async_api import Error
+
+        self._check()
+        try:
+            await self.clear()
+            self._context = await self.browser.new_context(**kwargs)
+        except Error as e:
+            self._check()
+            raise SandboxError(f"browser sandbox {self.id}: {e.message}") from e
+        return self._context
+
+    async def clear(self) -> None:
+        """Close every context of the browser (all pages and their storage go); the browser stays."""
+        self._context = None
+        for context in list(self.browser.contexts):
+            await context.close()
+
+    async def is_alive(self) -> bool:
+        """Whether the browser answers a round trip within five seconds; never raises."""
+        if not self.connected:
+            return False
+        try:
+            session = await asyncio.wait_for(self.browser.new_browser_cdp_session(), PING_TIMEOUT)
+            await asyncio.wait_for(session.send("Browser.getVersion"), PING_TIMEOUT)
+            await session.detach()
+        except Exception:
+            return False
+        return True
+
+    async def kill_browser(self) -> None:
+        """Kill Chromium inside the sandbox with SIGKILL, as a crash would (for crash tests).
+
+        Raises:
+            SandboxError: The browser could not be found to kill.
+        """
+        if self._container is not None:
+            await asyncio.to_thread(_exec_kill, self._container)
+            return
+        assert self._marker is not None
+        pid = launch.local_browser_pid(self._marker)
+        if pid is None:
+            raise SandboxError(f"browser sandbox {self.id}: no Chromium process to kill")
+        os.kill(pid, signal.SIGKILL)
+
+    async def close(self) -> None:
+        """Close the browser and remove its container; later calls do nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._context = None
+        try:
+            await asyncio.wait_for(self.browser.close(), CLOSE_TIMEOUT)
+        except Exception as e:  # already dead, or hung: the container goes anyway
+            log.info("browser sandbox %s did not close cleanly: %s", self.id, e)
+        if self._finalizer is not None:
+            await asyncio.to_thread(self._finalizer)
+        await asyncio.gather(*self._cleanup, return_exceptions=True)
+
+    async def __aenter__(self) -> BrowserSandbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _check(self) -> None:
+        if self._closed:
+            raise SandboxError(f"browser sandbox {self.id} is closed")
+        if self.lost is not None:
+            raise SandboxError(f"browser sandbox {self.id} is gone: {self.lost}")
+
+    def _on_disconnected(self) -> None:
+        if self._closed:
+            return
+        self.lost = "Chromium exited (it crashed, was killed, or ran out of memory or wall time)"
+        log.warning("browser sandbox %s: %s", self.id, self.lost)
+        if self._finalizer is not None:  # the container removes itself; make sure
+            task = asyncio.ensure_future(asyncio.to_thread(self._finalizer))
+            self._cleanup.add(task)
+            task.add_done_callback(self._cleanup.discard)
+
+
+async def create_browser(backend: str = "auto", limits: BrowserLimits | None = None) -> BrowserSandbox:
+    """Start one browser sandbox now, with no pool (see :func:`acquire_browser` for a warm one).
+
+    Args:
+        backend: ``"docker"`` (Chromium in a container with no network), ``"local"`` (the host's
+            Chromium at ``/usr/bin/chromium``: NO network isolation, pages can reach the host and
+            the internet; a warning says so), or ``"auto"`` (Docker when an engine answers).
+        limits: Defaults to :class:`BrowserLimits()`; the local backend enforces none of them.
+
+    Raises:
+        SandboxError: The browser could not be started; the message says why.
+    """
+    from agentgym.sandboxes.pool import resolve_backend
+
+    limits = limits or BrowserLimits()
+    chosen = await resolve_backend(backend)
+    if chosen == "local":
+        _warn_local()
+        marker = os.urandom(6).hex()
+        browser = await launch.launch_local(marker)
+        return BrowserSandbox(f"local-{marker}", "local", browser, limits, marker=marker)
+    return await _create_docker(limits)
+
+
+async def _create_docker(limits: BrowserLimits) -> BrowserSandbox:
+    from agentgym.sandboxes import docker
+
+    ref = await asyncio.to_thread(docker._prepare, launch.IMAGE)  # reaps leaks once, builds the image once
+    name = launch.container_name()
+    try:
+        browser = await launch.launch_docker(name, ref, limits)
+        info = await asyncio.to_thread(engine.client().api.inspect_container, name)
+    except BaseException:
+        await asyncio.shield(asyncio.to_thread(_remove_quietly, name))  # a cancelled start leaks nothing
+        raise
+    return BrowserSandbox(info["Id"][:12], "docker", browser, limits, container=info["Id"])
+
+
+def _exec_kill(container: str) -> None:
+    api = engine.client().api
+    command = ["sh", "-c", f"kill -KILL $(cat {launch.PID_FILE})"]
+    try:
+        exec_id = api.exec_create(container, command, user=launch.CODE_USER)["Id"]
+        api.exec_start(exec_id)
+    except Exception as e:
+        raise SandboxError(f"could not kill Chromium in container {container[:12]}: {e}") from e
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    if code != 0:
+        raise SandboxError(f"could not kill Chromium in container {container[:12]} (exit {code})")
+
+
+def _remove_quietly(container: str) -> None:
+    try:
+        engine.remove_container(container)
+    except Exception as e:
+        log.warning("could not remove browser container %s: %s", container[:12], e)
+
+
+@functools.cache
+def _warn_local() -> None:
+    log.warning(
+        "browser sandbox on the local backend: the host's Chromium with NO network isolation "
+        "(pages can reach the host's loopback and the internet); use backend='docker' for untrusted pages"
+    )
