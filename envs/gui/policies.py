@@ -345,5 +345,6 @@ class RandomClickPolicy:
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
         from agentgym.envs.gui.page import HEIGHT, WIDTH
 
-        point: dict[str, object] = {"x": round(self.rng.uniform(0, WIDTH), 1), "y": round(self.rng.uniform(0, HEIGHT), 1)}
+        x, y = round(self.rng.uniform(0, WIDTH), 1), round(self.rng.uniform(0, HEIGHT), 1)
+        point: dict[str, object] = {"x": x, "y": y}
         return _call(messages, ("click", point))
