@@ -30,6 +30,7 @@ from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
+    from agentgym.sandboxes.browser import BrowserSandbox
 
 Observation = Literal["screenshot", "dom", "both"]
 
@@ -81,8 +82,7 @@ class GUIEnv(Env):
         self.names = _resolve_names(names)
         self.observation: Observation = observation
         self.time_limit_ms = time_limit_ms
-        self._browser: Any = None
-        self._context: Any = None
+        self._browser: BrowserSandbox | None = None
         self._page: MiniWoBPage | None = None
         self._last_dom = Dom()
         self._refs: set[int] = set()
@@ -111,13 +111,12 @@ class GUIEnv(Env):
         miniwob_task(name)  # an unknown task is refused here, with the names it might have meant
         assert self.trajectory is not None
         seed = self.trajectory.seed if self.trajectory.seed is not None else self.rng.randrange(2**31)
-        await self._close_context()
         browser = await self._ensure_browser()
         started = time.monotonic()
         try:
-            self._context = await browser.new_context(viewport=VIEWPORT)
-            await serve_miniwob(self._context)
-            self._page = MiniWoBPage(await self._context.new_page(), name)
+            context = await browser.new_context(viewport=VIEWPORT)  # closes the last episode's
+            await serve_miniwob(context)
+            self._page = MiniWoBPage(await context.new_page(), name)
             await self._page.start(seed, time_limit_ms=self.time_limit_ms)
             instruction = await self._page.utterance()
         except Exception as e:
@@ -153,12 +152,13 @@ class GUIEnv(Env):
         return await self._status()
 
     async def teardown(self) -> None:
-        await self._close_context()
+        """Give the browser back: kept warm for the next env if it is alive, else destroyed."""
+        self._page = None
         if self._browser is not None:
             from agentgym.sandboxes.browser import release_browser
 
             browser, self._browser = self._browser, None
-            await release_browser(browser, reusable=browser.is_alive())
+            await release_browser(browser, reusable=browser.connected)
 
     # ----------------------------------------------------------------- tools
     @tool
@@ -235,27 +235,20 @@ class GUIEnv(Env):
         return "done"
 
     # ----------------------------------------------------------------- internals
-    async def _ensure_browser(self) -> Any:
-        if self._browser is not None and not self._browser.is_alive():
-            raise BrowserCrashed("the browser of this env died before the episode started")
+    async def _ensure_browser(self) -> BrowserSandbox:
+        if self._browser is not None and not self._browser.connected:
+            raise BrowserCrashed(f"the browser of this env is gone: {self._browser.lost or 'closed'}")
         if self._browser is None:
             from agentgym.sandboxes.browser import acquire_browser
 
             self._browser = await acquire_browser(self.sandbox_backend)
         return self._browser
 
-    async def _close_context(self) -> None:
-        context, self._context, self._page = self._context, None, None
-        if context is not None and self._browser is not None and self._browser.is_alive():
-            try:
-                await context.close()
-            except Exception:  # the browser went away meanwhile: nothing left to close
-                pass
-
     def _crash_or(self, error: Exception) -> Exception:
         """A :class:`BrowserCrashed` when the browser is gone, else ``error`` itself."""
-        if self._browser is None or not self._browser.is_alive():
-            return BrowserCrashed(f"the browser died mid-episode ({type(error).__name__}: {error})".splitlines()[0])
+        if self._browser is None or not self._browser.connected:
+            lost = self._browser.lost if self._browser is not None else None
+            return BrowserCrashed(f"the browser died mid-episode: {lost or str(error).splitlines()[0]}")
         return error
 
     @property

@@ -1,8 +1,9 @@
 """One MiniWoB++ page in a Playwright browser context: serve it, start a seeded episode, act, read back.
 
 The pages are served from the ``miniwob`` wheel by a Playwright route on the context, answered by
-this process: the browser asks for ``http://miniwob.invalid/miniwob/<task>.html`` and its scripts,
-the route reads them from the wheel, and every other request is aborted. So the browser needs no
+this process (``serve_directory`` of the browser sandbox): the browser asks for
+``http://miniwob.invalid/miniwob/<task>.html`` and its scripts, the route reads them from the wheel,
+and every other request is aborted. So the browser needs no
 network and no files of its own (a sandboxed browser has neither), and a page cannot load anything
 from anywhere else even where the browser does have a network (the local backend).
 
@@ -15,16 +16,13 @@ cannot see. The env's turn limit ends episodes that the page never ends.
 
 from __future__ import annotations
 
-import mimetypes
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from agentgym.envs.gui.tasks import html_root
 
-HOST = "miniwob.invalid"
-"""The made-up host the pages are served under (``.invalid`` never resolves)."""
+ORIGIN = "http://miniwob.invalid"
+"""The made-up origin the pages are served under (``.invalid`` never resolves)."""
 WIDTH, HEIGHT = 160, 210
 """MiniWoB's task area in CSS pixels (``#wrap`` in core.css): what the screenshot shows."""
 VIEWPORT = {"width": 340, "height": 240}
@@ -56,31 +54,19 @@ class Status:
 
 
 def task_url(name: str) -> str:
-    return f"http://{HOST}/miniwob/{name}.html"
-
-
-def _file_for(url: str) -> Path | None:
-    """The wheel file a request asks for, or ``None`` for anything else (other hosts, paths outside the wheel)."""
-    parts = urlsplit(url)
-    if parts.scheme != "http" or parts.hostname != HOST:
-        return None
-    root = html_root().resolve()
-    path = (root / parts.path.lstrip("/")).resolve()
-    return path if path.is_relative_to(root) and path.is_file() else None
+    return f"{ORIGIN}/miniwob/{name}.html"
 
 
 async def serve_miniwob(context: Any) -> None:
-    """Route every request of ``context`` (a Playwright ``BrowserContext``): wheel files, or abort."""
+    """Route every request of ``context`` (a Playwright ``BrowserContext``): the wheel's files, or abort.
 
-    async def answer(route: Any) -> None:
-        path = _file_for(route.request.url)
-        if path is None:
-            await route.abort("blockedbyclient")
-            return
-        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        await route.fulfill(status=200, body=path.read_bytes(), content_type=kind)
+    The catch-all abort is registered first; Playwright tries the latest route first, so requests
+    under :data:`ORIGIN` are answered from the wheel and nothing else leaves the browser.
+    """
+    from agentgym.sandboxes.browser import serve_directory
 
-    await context.route("**/*", answer)
+    await context.route("**/*", lambda route: route.abort("blockedbyclient"))
+    await serve_directory(context, html_root(), ORIGIN)
 
 
 class MiniWoBPage:
