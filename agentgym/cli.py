@@ -215,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--force", action="store_true", help="download again even if cached")
     fetch.set_defaults(func=_cmd_data_fetch)
 
+    from agentgym.envs.gui.cli import add_commands as add_gui_commands
     from agentgym.mcp.cli import add_commands as add_mcp_commands
     from agentgym.rewards.cli import add_commands as add_judge_commands
     from agentgym.sandboxes.cli import add_commands as add_sandbox_commands
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_commands(sub)
     add_view_commands(sub)
     add_mcp_commands(sub, _env_arg)
+    add_gui_commands(sub)
     return parser
 
 

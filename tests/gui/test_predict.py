@@ -46,7 +46,8 @@ def trajectory(success: bool = True) -> Trajectory:
     return Trajectory(
         task_id="enter-text", env="agentgym/gui-v0", seed=7, outcome_reward=1.0 if success else -1.0,
         info={"instruction": 'Enter "Myron" and press Submit.', "miniwob_seed": 7},
-        messages=[Message(role="system", content="..."), page_message('Instruction: Enter "Myron"', form(False), "white")],
+        messages=[Message(role="system", content="..."),
+                  page_message('Instruction: Enter "Myron"', form(False), "white")],
         turns=[
             Turn(action=assistant(tool_calls=[ToolCall(id="c0", name="click_element", arguments='{"ref": 4}')]),
                  observation=[Message(role="tool", tool_call_id="c0", content="Clicked [4]."),
