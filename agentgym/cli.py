@@ -96,6 +96,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         from agentgym.sandboxes import shutdown_pools
+        from agentgym.sandboxes.browser import shutdown_browser_pools
 
         try:
             summary, _ = await evaluate(
@@ -105,6 +106,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
         finally:
             await shutdown_pools()
+            await shutdown_browser_pools()  # the GUI env's warm browsers: closed, containers removed
         print(summary.table())
         print(f"trajectories: {out}\nsummary:      {out.with_suffix('.summary.json')}")
         if summary.episodes and summary.outcomes.get("error", 0) == summary.episodes:

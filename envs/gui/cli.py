@@ -29,6 +29,7 @@ def run_dataset(args: argparse.Namespace) -> int:
     from agentgym.envs.gui.policies import ReferencePolicy
     from agentgym.evaluation import evaluate
     from agentgym.sandboxes import shutdown_pools
+    from agentgym.sandboxes.browser import shutdown_browser_pools
 
     out = Path(args.out)
     if args.samples < 1 or args.concurrency < 1:
@@ -43,6 +44,7 @@ def run_dataset(args: argparse.Namespace) -> int:
                 env_kwargs={"names": args.names, "observation": "both", "sandbox_backend": args.sandbox})
         finally:
             await shutdown_pools()
+            await shutdown_browser_pools()
         n = write_records(out, trajectories)
         print(summary.table())
         print(f"records:  {n} from {summary.successes} successful episodes -> {out}\nepisodes: {episodes}")

@@ -120,7 +120,7 @@ class GUIEnv(Env):
             await self._page.start(seed, time_limit_ms=self.time_limit_ms)
             instruction = await self._page.utterance()
         except Exception as e:
-            raise self._crash_or(e) from e
+            raise await self._crash_or(e) from e
         self.trajectory.info.update(miniwob_task=name, miniwob_seed=seed, instruction=instruction,
                                     reset_seconds=time.monotonic() - started)
         self._opening = await self._observe(f"Instruction: {instruction}")
@@ -244,9 +244,13 @@ class GUIEnv(Env):
             self._browser = await acquire_browser(self.sandbox_backend)
         return self._browser
 
-    def _crash_or(self, error: Exception) -> Exception:
-        """A :class:`BrowserCrashed` when the browser is gone, else ``error`` itself."""
-        if self._browser is None or not self._browser.connected:
+    async def _crash_or(self, error: Exception) -> Exception:
+        """A :class:`BrowserCrashed` when the browser is gone, else ``error`` itself.
+
+        The call that failed may beat Playwright's news that the browser went away, so a browser
+        that still looks connected is asked for a round trip before the error is blamed on the page.
+        """
+        if self._browser is None or not self._browser.connected or not await self._browser.is_alive():
             lost = self._browser.lost if self._browser is not None else None
             return BrowserCrashed(f"the browser died mid-episode: {lost or str(error).splitlines()[0]}")
         return error
@@ -272,7 +276,7 @@ class GUIEnv(Env):
         try:
             result = await action(page)
         except PlaywrightError as e:
-            crash = self._crash_or(e)
+            crash = await self._crash_or(e)
             if crash is not e:
                 raise crash from e
             raise ToolError(str(e).splitlines()[0]) from e
@@ -283,7 +287,7 @@ class GUIEnv(Env):
         try:
             return (await self._live_page.status()).as_dict()
         except Exception as e:
-            raise self._crash_or(e) from e
+            raise await self._crash_or(e) from e
 
     async def _record_status(self) -> None:
         assert self.trajectory is not None and self.trajectory.turns
@@ -303,7 +307,7 @@ class GUIEnv(Env):
                 return Message(role="user", content=text)
             png = await page.screenshot()
         except Exception as e:
-            raise self._crash_or(e) from e
+            raise await self._crash_or(e) from e
         return Message(role="user", content=[TextPart(text=text), ImagePart.from_png(png)])
 
 
