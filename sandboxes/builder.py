@@ -5,7 +5,10 @@
 either makes a new image and an unchanged pair is built once. When a registry answers, the image is
 the recipe's public ``base_image`` pulled and re-tagged; when none does (air-gapped CI), it is a
 Debian root filesystem made by ``debootstrap --variant=minbase`` and loaded with ``docker import``.
-Both give ``python3`` on the ``PATH``, runnable by any uid: all the in-sandbox agent needs.
+Both give the python recipe's ``python3`` on the ``PATH``, runnable by any uid: all the in-sandbox agent needs.
+A recipe's ``apt_packages`` are installed after debootstrap with ``apt-get`` in the chroot, from the
+suite, its updates and its security suite: packages whose maintainer scripts debootstrap cannot run
+(Chromium's dependencies: dconf) or that need security updates (Chromium) come that way.
 
 Any other image string (one with ``:`` or ``/``, e.g. ``python:3.12-slim``) is used as it is.
 """
@@ -55,7 +58,10 @@ class Recipe(BaseModel):
         description: What the image is for.
         suite: Debian suite for debootstrap.
         mirror: Debian mirror for debootstrap.
-        packages: Debian packages installed on top of minbase.
+        packages: Debian packages installed on top of minbase by debootstrap.
+        apt_packages: Debian packages then installed by ``apt-get install --no-install-recommends``
+            in the chroot, with the security suite enabled.
+        security_mirror: Debian security mirror for ``apt_packages``.
         base_image: Public image used instead when a registry answers.
     """
 
@@ -66,6 +72,8 @@ class Recipe(BaseModel):
     suite: str = "bookworm"
     mirror: str = "http://deb.debian.org/debian"
     packages: tuple[str, ...] = ("python3",)
+    apt_packages: tuple[str, ...] = ()
+    security_mirror: str = "http://deb.debian.org/debian-security"
     base_image: str | None = None
 
 
@@ -204,14 +212,10 @@ def _from_debootstrap(api: docker.DockerClient, recipe: Recipe, tag: str) -> Non
         raise SandboxError("building with no registry needs debootstrap: apt-get install debootstrap")
     with tempfile.TemporaryDirectory(prefix="agentgym-rootfs-") as tmp:
         root = Path(tmp) / "root"
-        cmd = [
-            "debootstrap", "--variant=minbase", "--include=" + ",".join(recipe.packages),
-            recipe.suite, str(root), recipe.mirror,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr)[-2000:]
-            raise SandboxError(f"debootstrap failed ({done.returncode}): {tail}")
+        include = ["--include=" + ",".join(recipe.packages)] if recipe.packages else []
+        _run("debootstrap", ["debootstrap", "--variant=minbase", *include, recipe.suite, str(root), recipe.mirror])
+        if recipe.apt_packages:
+            _apt_install(root, recipe)
         for rel in PRUNE_PATHS:
             shutil.rmtree(root / rel, ignore_errors=True)
         tar = subprocess.Popen(
@@ -228,6 +232,29 @@ def _from_debootstrap(api: docker.DockerClient, recipe: Recipe, tag: str) -> Non
         finally:
             tar.stdout.close()
             tar.wait()
+
+
+def _apt_install(root: Path, recipe: Recipe) -> None:
+    """``apt-get install`` the recipe's ``apt_packages`` in the chroot at ``root``, security updates included."""
+    (root / "etc/apt/sources.list").write_text(
+        f"deb {recipe.mirror} {recipe.suite} main\n"
+        f"deb {recipe.mirror} {recipe.suite}-updates main\n"
+        f"deb {recipe.security_mirror} {recipe.suite}-security main\n",
+        encoding="utf-8",
+    )
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+    chroot = ["chroot", str(root), "apt-get", "-qq", "-o", "APT::Sandbox::User=root"]
+    _run("apt-get update", [*chroot, "update"], env)
+    _run("apt-get install", [*chroot, "install", "-y", "--no-install-recommends", *recipe.apt_packages], env)
+    _run("apt-get clean", [*chroot, "clean"], env)
+    (root / "etc/resolv.conf").unlink(missing_ok=True)  # the host's, copied by debootstrap; Docker provides its own
+
+
+def _run(what: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr)[-2000:]
+        raise SandboxError(f"{what} failed ({done.returncode}): {tail}")
 
 
 @contextlib.contextmanager

@@ -94,6 +94,30 @@ async def stop_driver() -> None:
         await started.stop()
 
 
+_prepared: list[str] = []  # the image's reference, once it is known to exist
+
+
+def prepare_image() -> str:
+    """Once per process: reap leaked agentgym containers and make sure the Chromium image exists.
+
+    Blocking: the first build takes about a minute and a half (see ``images/chromium.json``).
+
+    Raises:
+        SandboxError: The image could not be built.
+    """
+    if not _prepared:
+        import docker
+
+        from agentgym.sandboxes import builder, reaper
+
+        try:
+            reaper.reap()
+            _prepared.append(builder.ensure(IMAGE))
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"could not prepare the browser image: {e}") from e
+    return _prepared[0]
+
+
 def container_name() -> str:
     """A fresh container name: the handle to the container before its id is known."""
     return f"agentgym-browser-{uuid.uuid4().hex[:12]}"

@@ -33,7 +33,8 @@ class BrowserPool:
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
         limits: Limits of every browser of the pool.
         size: Spares to keep ready beyond those lent; grows by one each time a caller finds none.
-        max_size: The most ``size`` may grow to, and the most browsers the pool keeps ready.
+        max_size: The most ``size`` may grow to, and the most browsers the pool keeps ready (a
+            browser given back beyond it replaces the oldest spare).
     """
 
     def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
@@ -82,14 +83,16 @@ class BrowserPool:
         A browser that died, is past half its wall time, or is not ``reusable`` (e.g. a page
         misbehaved) is closed, and the pool starts a replacement.
         """
-        if reusable and not self._closed and self._fit(sandbox) and self.ready < self.max_size:
+        if reusable and not self._closed and self._fit(sandbox):
             try:
                 await sandbox.clear()
             except Exception as e:
                 log.info("browser sandbox %s could not be cleared, closing it: %s", sandbox.id, e)
             else:
                 if self._fit(sandbox):
-                    self._ready.append(sandbox)
+                    self._ready.appendleft(sandbox)  # handed out next: a used browser is a warm one
+                    while len(self._ready) > self.max_size:
+                        self._spawn(self._ready.pop().close())
                     return
         await sandbox.close()
         self._refill()

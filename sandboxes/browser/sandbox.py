@@ -188,9 +188,7 @@ async def create_browser(backend: str = "auto", limits: BrowserLimits | None = N
 
 
 async def _create_docker(limits: BrowserLimits) -> BrowserSandbox:
-    from agentgym.sandboxes import docker
-
-    ref = await asyncio.to_thread(docker._prepare, launch.IMAGE)  # reaps leaks once, builds the image once
+    ref = await asyncio.to_thread(launch.prepare_image)
     name = launch.container_name()
     try:
         browser = await launch.launch_docker(name, ref, limits)

@@ -1,0 +1,33 @@
+"""The GUI browser benchmark runs in its tiny configuration and writes every figure the docs quote.
+
+It checks what the script produces (keys, that each part ran), never how fast anything is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.test_scripts import is_spread, run_quick
+
+pytestmark = pytest.mark.docker
+
+
+def test_gui_browser(tmp_path: Path) -> None:
+    result = run_quick("gui_browser", tmp_path)
+    assert result["info"]["commit"] and result["task"] == "click-test"
+    assert set(result["backends"]) == {"docker", "local"}
+    for row in result["backends"].values():
+        summary = row["summary"]
+        for key in ("start_ms", "warm_acquire_ms", "reset_load_ms", "reset_episode_ms", "step_ms",
+                    "step_screenshot_ms", "idle_mib"):
+            assert is_spread(summary[key]) and summary[key]["min"] > 0, key
+        assert set(summary["screenshot_ms"]) == {"playwright_png", "playwright_png_clip", "playwright_jpeg80_clip",
+                                                 "cdp_png_clip_fast", "cdp_jpeg80_clip_fast"}
+        assert len(row["runs"]) == 2 and row["runs"][0]["fastest_screenshot"] in summary["screenshot_ms"]
+        assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "reset"}
+        assert all(ratio > 0 for ratio in row["selenium_over_ours"].values())
+    selenium = result["selenium"]["summary"]
+    for key in ("start_ms", "reset_ms", "step_ms", "step_screenshot_ms"):
+        assert is_spread(selenium[key]) and selenium[key]["min"] > 0, key

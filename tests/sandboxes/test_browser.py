@@ -1,0 +1,308 @@
+"""Browser sandboxes: clean state across episodes, crashes, the warm pool, and what the container may do.
+
+Every test starts its own browsers and closes them; the Docker ones run Debian's Chromium in the
+``chromium`` recipe's image (built on first use, about a minute and a half).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Error as PlaywrightError
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes import engine, list_sandboxes, prune
+from agentgym.sandboxes.browser import (
+    BrowserLimits,
+    BrowserPool,
+    BrowserSandbox,
+    acquire_browser,
+    create_browser,
+    release_browser,
+    serve_directory,
+    shutdown_browser_pools,
+)
+from agentgym.sandboxes.browser import sandbox as browser_sandbox
+from agentgym.sandboxes.browser.launch import KIND_LABEL
+from tests.conftest import docker_or_skip
+
+BROWSER_LABEL = {KIND_LABEL: "browser"}
+GONE_WITHIN = 30.0  # seconds a dead browser's container may take to be removed
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    (tmp_path / "index.html").write_text("<html><body><button id=b onclick='window.hits=(window.hits||0)+1'>"
+                                         "go</button></body></html>")
+    return tmp_path
+
+
+@pytest.fixture
+async def browser(backend: str) -> AsyncIterator[BrowserSandbox]:
+    sandbox = await create_browser(backend)
+    try:
+        yield sandbox
+    finally:
+        await sandbox.close()
+
+
+async def open_site(sandbox: BrowserSandbox, site: Path):  # type: ignore[no-untyped-def]
+    context = await sandbox.new_context()
+    base = await serve_directory(context, site)
+    page = await context.new_page()
+    await page.goto(base + "index.html")
+    return page
+
+
+async def wait_until(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + GONE_WITHIN
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {GONE_WITHIN:g} s: {what}")
+        await asyncio.sleep(0.2)
+
+
+def browser_containers() -> set[str]:
+    return {c.id for c in list_sandboxes(BROWSER_LABEL)}
+
+
+async def test_a_page_runs_and_is_served_from_the_host(browser: BrowserSandbox, site: Path) -> None:
+    page = await open_site(browser, site)
+    await page.click("#b")
+    await page.click("#b")
+    assert await page.evaluate("window.hits") == 2
+    missing = await page.goto(page.url.replace("index.html", "../../etc/passwd"))
+    assert missing is not None and missing.status == 404
+    assert await browser.is_alive()
+
+
+async def test_a_new_context_forgets_the_previous_episode(browser: BrowserSandbox, site: Path) -> None:
+    page = await open_site(browser, site)
+    await page.evaluate("localStorage.setItem('k', 'v'); sessionStorage.setItem('s', 'v'); document.cookie = 'c=1'")
+    assert await page.evaluate("[localStorage.getItem('k'), document.cookie]") == ["v", "c=1"]
+    first = page.context
+
+    page = await open_site(browser, site)
+    assert await page.evaluate("[localStorage.getItem('k'), sessionStorage.getItem('s'), document.cookie]") == [
+        None, None, "",
+    ]
+    assert browser.browser.contexts == [page.context]
+    with pytest.raises(PlaywrightError):
+        await first.new_page()  # the previous context is closed
+
+
+async def test_killing_chromium_mid_use_is_a_clear_error_and_leaves_no_container(
+    backend: str, browser: BrowserSandbox, site: Path,
+) -> None:
+    page = await open_site(browser, site)
+    hanging = asyncio.ensure_future(page.evaluate("new Promise(() => {})"))  # in use when it dies
+    await asyncio.sleep(0.2)
+    before = browser_containers() if backend == "docker" else set()
+    assert backend == "local" or browser.id in before
+
+    await browser.kill_browser()
+
+    with pytest.raises(PlaywrightError):
+        await asyncio.wait_for(hanging, GONE_WITHIN)
+    await wait_until(lambda: browser.lost is not None, "the sandbox notices its browser is gone")
+    assert "Chromium exited" in (browser.lost or "")
+    assert not await browser.is_alive()
+    with pytest.raises(SandboxError, match=r"is gone: Chromium exited"):
+        await browser.new_context()
+    if backend == "docker":
+        await wait_until(lambda: browser.id not in browser_containers(), "the container is removed")
+    await browser.close()
+    await browser.close()  # idempotent
+
+
+async def test_the_pool_hands_out_a_warm_browser_and_takes_it_back_clean(backend: str, site: Path) -> None:
+    pool = BrowserPool(backend, size=1)
+    try:
+        await pool.fill()
+        assert pool.ready == 1
+        first = await pool.acquire()
+        page = await open_site(first, site)
+        await page.evaluate("localStorage.setItem('k', 'v')")
+        await pool.release(first)
+        assert first.browser.contexts == []  # cleared on the way back
+
+        again = await pool.acquire()  # the warm one comes back, not a new start
+        assert again is first and await again.is_alive()
+        page = await open_site(again, site)
+        assert await page.evaluate("localStorage.getItem('k')") is None
+
+        await pool.release(again, reusable=False)  # e.g. a page misbehaved: closed, not kept
+        assert not again.connected
+        await wait_until(lambda: pool.ready >= 1, "the pool starts a replacement")
+    finally:
+        await pool.shutdown()
+
+
+async def test_a_dead_browser_is_not_taken_back(backend: str) -> None:
+    pool = BrowserPool(backend, size=0)
+    try:
+        sandbox = await pool.acquire()
+        await sandbox.kill_browser()
+        await wait_until(lambda: sandbox.lost is not None, "the sandbox notices its browser is gone")
+        await pool.release(sandbox)
+        assert sandbox not in pool._ready
+    finally:
+        await pool.shutdown()
+
+
+async def test_the_shared_pool_reuses_browsers(backend: str) -> None:
+    sandbox = await acquire_browser(backend)
+    try:
+        await release_browser(sandbox)
+        assert await acquire_browser(backend) is sandbox
+    finally:
+        await release_browser(sandbox, reusable=False)
+        await shutdown_browser_pools()
+    assert not sandbox.connected
+
+
+async def test_choosing_the_local_backend_warns_that_pages_are_not_isolated(caplog: pytest.LogCaptureFixture) -> None:
+    browser_sandbox._warn_local.cache_clear()
+    with caplog.at_level(logging.WARNING):
+        sandbox = await create_browser("local")
+    await sandbox.close()
+    assert "NO network isolation" in caplog.text
+
+
+# ----------------------------------------------------------------------------------- docker only
+FETCH_ALL = """async (urls) => {
+  const out = {};
+  for (const url of urls) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), 5000);
+    try { await fetch(url, {mode: 'no-cors', signal: abort.signal}); out[url] = 'reached'; }
+    catch (e) { out[url] = String(e); }
+    clearTimeout(timer);
+  }
+  await new Promise((done) => {  // and a WebSocket, which is not a fetch
+    const ws = new WebSocket(urls[0].replace('http', 'ws'));
+    ws.onopen = () => { out.websocket = 'reached'; done(); };
+    ws.onerror = () => { out.websocket = 'failed'; done(); };
+  });
+  return out;
+}"""
+
+
+def host_addresses() -> list[str]:
+    """Addresses at which a page could find this host: loopback, its own, Docker's bridge gateway.
+
+    A TCP connection is counted whatever Chromium then does with it: it opens one even for a fetch
+    its Private Network Access rules then refuse (loopback from a public origin), so the listener,
+    not the fetch's outcome, tells whether the host was reached.
+    """
+    found = {"127.0.0.1"}
+    found.update(subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False).stdout.split())
+    bridge = engine.client().api.inspect_network("bridge")
+    found.update(c["Gateway"] for c in bridge["IPAM"]["Config"] if "Gateway" in c)
+    return sorted(a for a in found if ":" not in a)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
+async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: Path) -> None:
+    if backend == "docker":
+        docker_or_skip()
+    connections: list[str] = []
+
+    async def count(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(str(writer.get_extra_info("peername")))
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):  # Chromium may drop it unread
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(count, "0.0.0.0", 0)
+    port = server.sockets[0].getsockname()[1]
+    addresses = host_addresses()
+    outside = await asyncio.to_thread(socket.gethostbyname, "deb.debian.org")
+    urls = [f"http://{a}:{port}/" for a in addresses] + [f"http://{outside}/", "http://deb.debian.org/"]
+    sandbox = await create_browser(backend)
+    try:
+        page = await open_site(sandbox, site)
+        results = await page.evaluate(FETCH_ALL, urls)
+        await asyncio.sleep(0.5)  # let any connection that did get through be accepted
+    finally:
+        await sandbox.close()
+        server.close()
+    if backend == "local":  # the control: with no isolation the same page does reach the host
+        assert connections and "reached" in results.values(), results
+        return
+    assert connections == []
+    assert all(outcome != "reached" for outcome in results.values()), results
+
+
+@pytest.mark.docker
+async def test_the_container_is_confined_and_labelled(site: Path) -> None:
+    docker_or_skip()
+    limits = BrowserLimits(memory_mb=768, pids=300, cpus=0.5)
+    sandbox = await create_browser("docker", limits)
+    try:
+        info = engine.client().api.inspect_container(sandbox.id)
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["Memory"] == host["MemorySwap"] == 768 << 20
+        assert host["PidsLimit"] == 300 and host["NanoCpus"] == 5 * 10**8
+        assert host["ReadonlyRootfs"] and host["CapDrop"] == ["ALL"] and host["AutoRemove"]
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert info["Config"]["User"] == "65534:65534"
+        assert info["Mounts"] == []  # no Docker socket, no host directory
+        names = {entry.split("=", 1)[0] for entry in info["Config"]["Env"]}
+        assert names <= {"PATH", "HOME", "LANG"}  # nothing of the host's environment
+        labels = info["Config"]["Labels"]
+        assert labels[KIND_LABEL] == "browser" and labels["agentgym.owner_pid"] == str(os.getpid())
+        listed = {c.id: c for c in list_sandboxes(BROWSER_LABEL)}
+        assert sandbox.id in listed and not listed[sandbox.id].leaked
+        page = await open_site(sandbox, site)
+        assert await page.evaluate("navigator.userAgent")  # a working page under these limits
+    finally:
+        await sandbox.close()
+    assert sandbox.id not in browser_containers()
+
+
+OWNER = """
+import asyncio, sys
+from agentgym.sandboxes.browser import create_browser
+async def main():
+    sandbox = await create_browser("docker")
+    print(sandbox.id, flush=True)
+    await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+@pytest.mark.docker
+async def test_a_browser_whose_owner_is_killed_goes_away_or_is_pruned() -> None:
+    docker_or_skip()
+    owner = await asyncio.create_subprocess_exec(sys.executable, "-c", OWNER, stdout=subprocess.PIPE,
+                                                 start_new_session=True)
+    try:
+        assert owner.stdout is not None
+        container = (await owner.stdout.readline()).decode().strip()
+        assert container in browser_containers()
+    finally:
+        os.killpg(owner.pid, signal.SIGKILL)  # the owner, its Playwright driver and the docker client
+        await owner.wait()
+
+    def gone_or_leaked() -> bool:
+        listed = {c.id: c for c in list_sandboxes(BROWSER_LABEL)}
+        return container not in listed or listed[container].leaked
+
+    await wait_until(gone_or_leaked, "the container ends or counts as leaked")
+    prune(labels={**BROWSER_LABEL, "agentgym.owner_pid": str(owner.pid)})
+    assert container not in browser_containers()
