@@ -102,9 +102,10 @@ def read_records(path: str | Path) -> list[Task]:
     """The records of a dataset file as ``gui-predict`` tasks (the gold action in ``data``, never shown).
 
     Raises:
-        DataError: A line is not a record; the message names the file and line.
+        DataError: A line is not a record, or repeats an id; the message names the file and line.
     """
-    tasks = []
+    tasks: list[Task] = []
+    first_line: dict[str, int] = {}
     for lineno, row in iter_json_lines(path):
         if row is None:
             continue
@@ -115,7 +116,11 @@ def read_records(path: str | Path) -> list[Task]:
         if not isinstance(action, dict) or action.get("type") not in set(ACTION_TYPES.values()) or (
                 action["type"] == "click" and not (isinstance(action.get("box"), list) and len(action["box"]) == 4)):
             raise DataError(f"{path}:{lineno}: action must have a known type, and a click a 4-number box")
-        tasks.append(Task(id=str(row["id"]), prompt=str(row["instruction"]),
+        record_id = str(row["id"])
+        if record_id in first_line:
+            raise DataError(f"{path}:{lineno}: duplicate record id {record_id!r} (first on line {first_line[record_id]})")
+        first_line[record_id] = lineno
+        tasks.append(Task(id=record_id, prompt=str(row["instruction"]),
                           data={"gold": action, "dom": row["dom"], "screenshot": row["screenshot"],
                                 "miniwob": row["task"]}))
     return tasks

@@ -87,6 +87,9 @@ def test_bad_records_are_refused_naming_the_line(tmp_path):
     path.write_text(json.dumps({**good, "action": {**good["action"], "box": None}}) + "\n")
     with pytest.raises(DataError, match=r":1: action must have a known type, and a click a 4-number box"):
         read_records(path)
+    path.write_text((json.dumps(good) + "\n") * 2)
+    with pytest.raises(DataError, match=r":2: duplicate record id 'enter-text/s7/0' \(first on line 1\)"):
+        read_records(path)
 
 
 @pytest.fixture
