@@ -118,7 +118,8 @@ def read_records(path: str | Path) -> list[Task]:
             raise DataError(f"{path}:{lineno}: action must have a known type, and a click a 4-number box")
         record_id = str(row["id"])
         if record_id in first_line:
-            raise DataError(f"{path}:{lineno}: duplicate record id {record_id!r} (first on line {first_line[record_id]})")
+            first = first_line[record_id]
+            raise DataError(f"{path}:{lineno}: duplicate record id {record_id!r} (first on line {first})")
         first_line[record_id] = lineno
         tasks.append(Task(id=record_id, prompt=str(row["instruction"]),
                           data={"gold": action, "dom": row["dom"], "screenshot": row["screenshot"],
