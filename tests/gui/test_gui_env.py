@@ -172,3 +172,25 @@ async def test_a_browser_that_dies_mid_episode_ends_it_with_a_reason_and_leaves_
             await asyncio.sleep(0.1)
         assert not engine.client().containers.list(all=True, filters={"id": browser.id})
     assert history_of(trajectory.all_messages()) == [("click", {"x": 80, "y": 100})]
+
+
+def test_gui_dataset_records_the_references_steps(gui_backend, tmp_path, capsys):
+    """`agentgym gui dataset`: one record per reference action, each with its page and the target's box."""
+    out = tmp_path / "actions.jsonl"
+    code, stdout, _ = run_cli(capsys, "gui", "dataset", "--out", str(out), "--names", "click-button,enter-text",
+                              "--samples", "2", "--sandbox", gui_backend)
+    assert code == 0, stdout
+    episodes = read_jsonl(tmp_path / "actions.episodes.jsonl")
+    assert len(episodes) == 4 and all(t.success for t in episodes), [(t.task_id, t.failure) for t in episodes]
+    import datasets
+
+    records = datasets.load_dataset("json", data_files=str(out), split="train")
+    by_task = {task: records.filter(lambda r, t=task: r["task"] == t) for task in ("click-button", "enter-text")}
+    assert by_task["click-button"].num_rows == 2                         # one click each
+    assert by_task["enter-text"].num_rows == 2 * 3                       # focus, type, submit
+    assert [r["action"]["type"] for r in by_task["enter-text"]][:3] == ["click", "type", "click"]
+    for record in records:
+        assert record["screenshot"].startswith("data:image/png;base64,") and record["instruction"]
+        if record["action"]["type"] == "click":
+            node = parse_dom(record["dom"]).get(record["action"]["ref"])
+            assert node is not None and list(node.box) == record["action"]["box"]
