@@ -108,6 +108,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         from agentgym.sandboxes import shutdown_pools
+        from agentgym.sandboxes.browser import shutdown_browser_pools
 
         try:
             summary, _ = await evaluate(
@@ -118,6 +119,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
         finally:
             await shutdown_pools()
+            await shutdown_browser_pools()  # the GUI env's warm browsers: closed, containers removed
         print(summary.table())
         print(f"trajectories: {out}\nsummary:      {out.with_suffix('.summary.json')}")
         if summary.episodes and summary.outcomes.get("error", 0) == summary.episodes:
@@ -241,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.set_defaults(func=_cmd_data_fetch)
 
     from agentgym.envs.swe.cli import add_commands as add_swe_commands
+    from agentgym.envs.gui.cli import add_commands as add_gui_commands
     from agentgym.mcp.cli import add_commands as add_mcp_commands
     from agentgym.rewards.cli import add_commands as add_judge_commands
     from agentgym.sandboxes.cli import add_commands as add_sandbox_commands
@@ -251,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_view_commands(sub)
     add_mcp_commands(sub, _env_arg)
     add_swe_commands(sub)
+    add_gui_commands(sub)
     return parser
 
 

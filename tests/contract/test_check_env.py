@@ -20,18 +20,30 @@ BUILTIN = [env_id for env_id in agentgym.registered()
 
 
 def test_the_builtin_envs_are_all_checked() -> None:
-    assert BUILTIN == ["agentgym/code-v0", "agentgym/search-v0", "agentgym/toy-v0"]
+    assert BUILTIN == ["agentgym/code-v0", "agentgym/gui-predict-v0", "agentgym/gui-v0", "agentgym/search-v0",
+                       "agentgym/toy-v0"]
     assert ADAPTERS | DOCKER_ONLY <= set(agentgym.registered())
 
 
 @pytest.mark.parametrize("env_id", BUILTIN)
-async def test_every_registered_env_keeps_the_contract(env_id: str) -> None:
+async def test_every_registered_env_keeps_the_contract(env_id: str, tmp_path) -> None:
     """Every env the package registers (the test suite's own envs are checked in their own tests)."""
+    kwargs: dict[str, Any] = {}
     if env_id == "agentgym/search-v0":
         from agentgym.envs.search.data import fetch
 
         fetch()  # the corpus, downloaded once per machine
-    report = await check_env(env_id, sandbox_backend="local")
+    if env_id == "agentgym/gui-v0":
+        kwargs["names"] = "click-button,enter-text,login-user"  # tasks the reference solves (the host's Chromium)
+    if env_id == "agentgym/gui-predict-v0":  # three records of a dataset, cut from a hand-written trajectory
+        from agentgym.envs.gui.dataset import write_records
+
+        from ..gui.test_predict import trajectory
+
+        other = trajectory().model_copy(update={"info": {**trajectory().info, "miniwob_seed": 8}})
+        write_records(tmp_path / "actions.jsonl", [trajectory(), other])
+        kwargs["path"] = tmp_path / "actions.jsonl"
+    report = await check_env(env_id, sandbox_backend="local", **kwargs)
     assert report.env == env_id and report.tasks == 3
     assert report.reference_return > (report.baseline_return or 0.0)
     if env_id == "agentgym/code-v0":  # per episode: the session's, the submission's and the tests' own

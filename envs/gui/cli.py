@@ -1,0 +1,53 @@
+"""``agentgym gui dataset``: action-prediction records from the reference policy's GUI episodes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``gui`` and its ``dataset`` subcommand; each sets ``func(args) -> exit code``."""
+    gui = subparsers.add_parser("gui", help="GUI environment tools")
+    commands = gui.add_subparsers(dest="gui_command", required=True)
+    dataset = commands.add_parser(
+        "dataset", help="record (screenshot, instruction, DOM, gold action with its box) from reference episodes")
+    dataset.add_argument("--out", required=True, help="the records' JSONL file (its episodes go beside it)")
+    dataset.add_argument("--names", default="reference",
+                         help="tasks: 'reference' (those the reference solves), 'all', or comma-separated names")
+    dataset.add_argument("--samples", type=int, default=5, help="episodes (seeds) per task")
+    dataset.add_argument("--seed", type=int, default=0, help="first seed")
+    dataset.add_argument("--concurrency", type=int, default=2, help="episodes in flight (one browser each)")
+    dataset.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"],
+                         help="where the browser runs (local: the host's Chromium, no network isolation)")
+    dataset.set_defaults(func=run_dataset)
+
+
+def run_dataset(args: argparse.Namespace) -> int:
+    from agentgym.envs.gui.dataset import write_records
+    from agentgym.envs.gui.policies import ReferencePolicy
+    from agentgym.evaluation import evaluate
+    from agentgym.sandboxes import shutdown_pools
+    from agentgym.sandboxes.browser import shutdown_browser_pools
+
+    out = Path(args.out)
+    if args.samples < 1 or args.concurrency < 1:
+        raise SystemExit("agentgym gui dataset: --samples and --concurrency must be at least 1")
+    episodes = out.with_name(out.stem + ".episodes.jsonl")
+
+    async def run() -> int:
+        try:
+            summary, trajectories = await evaluate(
+                "agentgym/gui-v0", ReferencePolicy(), samples=args.samples, seed=args.seed,
+                concurrency=args.concurrency, out=episodes, overwrite=True,
+                env_kwargs={"names": args.names, "observation": "both", "sandbox_backend": args.sandbox})
+        finally:
+            await shutdown_pools()
+            await shutdown_browser_pools()
+        n = write_records(out, trajectories)
+        print(summary.table())
+        print(f"records:  {n} from {summary.successes} successful episodes -> {out}\nepisodes: {episodes}")
+        return 0 if n else 1
+
+    return asyncio.run(run())

@@ -1,0 +1,328 @@
+"""The GUI environment: MiniWoB++ tasks in a real browser, acted on with mouse and keyboard tools.
+
+Every episode runs in a fresh browser context (no cookies, storage or history from the last one)
+of a browser taken from ``sandbox_backend``: a Chromium in a Docker container with no network, or
+the host's Chromium (``local``, which has no network isolation of its own: only the route that
+serves the pages stands between a page and the host's network). The browser is reused across
+episodes and given back when the env closes.
+
+The model sees, after every turn, one ``user`` message: the page as a screenshot (an OpenAI
+``image_url`` part, a PNG ``data:`` URI), as compact DOM text with element refs, or both
+(``observation=``). It is a user message and not part of the tool results because OpenAI's API
+accepts images only in user messages. Tools answer in a short text what they did.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from agentgym.env import Env
+from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
+from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, serve_miniwob
+from agentgym.envs.gui.rewards import task_reward
+from agentgym.envs.gui.tasks import miniwob_task, task_names
+from agentgym.errors import EnvError, ToolError
+from agentgym.rewards.verifier import ScoreFn, Verifier
+from agentgym.tools import tool
+from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
+
+if TYPE_CHECKING:
+    from agentgym.policies.base import Policy
+    from agentgym.sandboxes.browser import BrowserSandbox
+
+Observation = Literal["screenshot", "dom", "both"]
+
+SYSTEM_PROMPT = f"""You operate a web page in a browser to carry out the instruction you are given.
+The page's task area is {WIDTH}x{HEIGHT} CSS pixels, origin at the top left. After each of your turns you \
+see the page again{{how}}. Act with the tools: `click(x, y)` clicks a point, `click_element(ref)` clicks \
+an element by its [ref] in the page text, `type(text)` types into the focused element (click a field \
+first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls. The episode ends \
+when the page has judged your actions; call `finish` if you believe the task is finished and nothing \
+remains to click."""
+_HOW = {"screenshot": " as a screenshot", "dom": " as text: one element a line, [ref] tag \"text\" @x,y wxh",
+        "both": " as a screenshot and as text: one element a line, [ref] tag \"text\" @x,y wxh"}
+
+
+class BrowserCrashed(EnvError):
+    """The episode's browser died (crashed, killed, its sandbox gone): the episode ends as an error."""
+
+
+class GUIEnv(Env):
+    """MiniWoB++ tasks from the ``miniwob`` wheel, played through mouse and keyboard tools.
+
+    Args:
+        names: Which tasks ``tasks()`` lists: ``"all"`` (every task the wheel ships), ``"reference"``
+            (those the reference policy solves), or task names, comma-separated or a list.
+        observation: What the model sees of the page: ``"screenshot"``, ``"dom"`` or ``"both"``.
+        time_limit_ms: The page's own episode timer (MiniWoB's default is 10 000 ms, after which the page
+            ends the episode with reward -1). ``None`` switches it off: the turn limit ends episodes.
+        **kwargs: ``max_turns``, ``sandbox_backend`` (``auto``, ``docker``, ``local``), ``verifier``...
+            as for :class:`~agentgym.env.Env`.
+    """
+
+    max_turns = 10
+    text_ends_episode = False
+    verifier: ClassVar[Verifier | ScoreFn | None] = task_reward
+
+    def __init__(
+        self,
+        *,
+        names: str | Sequence[str] = "all",
+        observation: Observation = "both",
+        time_limit_ms: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if observation not in _HOW:
+            raise EnvError(f"observation must be screenshot, dom or both, not {observation!r}")
+        if time_limit_ms is not None and time_limit_ms < 1:
+            raise EnvError("time_limit_ms must be positive (or None for no page timer)")
+        self.names = _resolve_names(names)
+        self.observation: Observation = observation
+        self.time_limit_ms = time_limit_ms
+        self._browser: BrowserSandbox | None = None
+        self._page: MiniWoBPage | None = None
+        self._last_dom = Dom()
+        self._refs: set[int] = set()
+        self._opening: Message | None = None
+
+    # ----------------------------------------------------------------- tasks and policies
+    def tasks(self) -> Sequence[Task]:
+        return [miniwob_task(name) for name in self.names]
+
+    @classmethod
+    def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
+        from agentgym.envs.gui.policies import RandomClickPolicy, ReferencePolicy
+
+        return {"reference": ReferencePolicy, "baseline": RandomClickPolicy, "random": RandomClickPolicy}
+
+    def system_prompt(self, task: Task) -> str:
+        return SYSTEM_PROMPT.format(how=_HOW[self.observation])
+
+    def opening_messages(self, task: Task) -> list[Message]:
+        assert self._opening is not None
+        return [Message(role="system", content=task.system or self.system_prompt(task)), self._opening]
+
+    # ----------------------------------------------------------------- episode lifecycle
+    async def setup(self, task: Task) -> None:
+        name = str(task.data.get("miniwob", task.id))
+        miniwob_task(name)  # an unknown task is refused here, with the names it might have meant
+        assert self.trajectory is not None
+        seed = self.trajectory.seed if self.trajectory.seed is not None else self.rng.randrange(2**31)
+        browser = await self._ensure_browser()
+        started = time.monotonic()
+        try:
+            context = await browser.new_context(viewport=VIEWPORT)  # closes the last episode's
+            await serve_miniwob(context)
+            self._page = MiniWoBPage(await context.new_page(), name)
+            await self._page.start(seed, time_limit_ms=self.time_limit_ms)
+            instruction = await self._page.utterance()
+        except Exception as e:
+            raise await self._crash_or(e) from e
+        self.trajectory.info.update(miniwob_task=name, miniwob_seed=seed, instruction=instruction,
+                                    reset_seconds=time.monotonic() - started)
+        self._opening = await self._observe(f"Instruction: {instruction}")
+
+    async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
+        """Run the turn's actions; end the episode when the page judged it, else show the page again."""
+        result = await super().step(action)
+        assert self.trajectory is not None
+        turn = self.trajectory.turns[-1]
+        judged = bool(turn.info.get("miniwob", {}).get("done"))
+        if self.done:
+            if result.truncated and judged:  # the page judged it on the last allowed turn
+                self.trajectory.outcome = "terminated"
+                result.terminated, result.truncated = True, False
+            return result
+        if judged:
+            reward = await self.end("terminated")
+            result.reward += reward.value
+            result.terminated = True
+            result.info["reward"] = reward.model_dump()
+            return result
+        observation = await self._observe("The page now:")
+        turn.observation.append(observation)
+        result.observation.append(observation)
+        return result
+
+    async def final_state(self) -> dict[str, Any]:
+        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled) and ``reason``."""
+        return await self._status()
+
+    async def teardown(self) -> None:
+        """Give the browser back: kept warm for the next env if it is alive, else destroyed."""
+        self._page = None
+        if self._browser is not None:
+            from agentgym.sandboxes.browser import release_browser
+
+            browser, self._browser = self._browser, None
+            await release_browser(browser, reusable=browser.connected)
+
+    # ----------------------------------------------------------------- tools
+    @tool
+    async def click(self, x: float, y: float) -> str:
+        """Click a point of the page with the mouse.
+
+        Args:
+            x: Pixels from the left edge of the task area (0 to 160).
+            y: Pixels from the top edge of the task area (0 to 210).
+        """
+        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
+            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+        await self._act(lambda page: page.click(x, y))
+        return f"Clicked at ({x:g}, {y:g})."
+
+    @tool
+    async def click_element(self, ref: int) -> str:
+        """Click an element by its [ref] in the page text you were last shown.
+
+        Args:
+            ref: The number in brackets before the element, e.g. 12 for "[12] button".
+        """
+        if self.observation == "screenshot":
+            raise ToolError("this page is shown as a screenshot only, without element refs: use click(x, y)")
+        if ref not in self._refs:
+            raise ToolError(f"no element [{ref}] in the page you were last shown")
+        if ref < 0:  # a run of text: click its middle
+            node = self._last_dom.get(ref)
+            assert node is not None
+            await self._act(lambda page: page.click(*node.center))
+        else:
+            failed = await self._act(lambda page: page.click_ref(ref))
+            if failed:
+                raise ToolError(f"could not click [{ref}]: {failed}")
+        return f"Clicked [{ref}]."
+
+    @tool(name="type")
+    async def type_text(self, text: str) -> str:
+        """Type text with the keyboard into the focused element.
+
+        Args:
+            text: The characters to type.
+        """
+        await self._act(lambda page: page.type(text))
+        return f"Typed {text!r}."
+
+    @tool
+    async def press(self, key: str) -> str:
+        """Press one key, or a combination such as Control+A.
+
+        Args:
+            key: A key name as the browser knows it: Enter, Tab, Backspace, ArrowDown, a, Control+A...
+        """
+        await self._act(lambda page: page.press(key))
+        return f"Pressed {key}."
+
+    @tool
+    async def scroll(self, dx: float, dy: float, x: float = WIDTH / 2, y: float = HEIGHT / 2) -> str:
+        """Scroll with the mouse wheel over a point (a list or text box under it scrolls).
+
+        Args:
+            dx: Pixels to scroll right (negative: left).
+            dy: Pixels to scroll down (negative: up).
+            x: Where the mouse is, from the left (default the middle of the task area).
+            y: Where the mouse is, from the top.
+        """
+        await self._act(lambda page: page.scroll(dx, dy, x, y))
+        return f"Scrolled by ({dx:g}, {dy:g})."
+
+    @tool(final=True)
+    async def finish(self) -> str:
+        """Say the task is finished: the episode ends and the page's verdict so far is the reward."""
+        await self._record_status()
+        return "done"
+
+    # ----------------------------------------------------------------- internals
+    async def _ensure_browser(self) -> BrowserSandbox:
+        if self._browser is not None and not self._browser.connected:
+            raise BrowserCrashed(f"the browser of this env is gone: {self._browser.lost or 'closed'}")
+        if self._browser is None:
+            from agentgym.sandboxes.browser import acquire_browser
+
+            self._browser = await acquire_browser(self.sandbox_backend)
+        return self._browser
+
+    async def _crash_or(self, error: Exception) -> Exception:
+        """A :class:`BrowserCrashed` when the browser is gone, else ``error`` itself.
+
+        The call that failed may beat Playwright's news that the browser went away, so a browser
+        that still looks connected is asked for a round trip before the error is blamed on the page.
+        """
+        if self._browser is None or not self._browser.connected or not await self._browser.is_alive():
+            lost = self._browser.lost if self._browser is not None else None
+            return BrowserCrashed(f"the browser died mid-episode: {lost or str(error).splitlines()[0]}")
+        return error
+
+    @property
+    def _live_page(self) -> MiniWoBPage:
+        if self._page is None:
+            raise EnvError("no page: call reset() first")
+        return self._page
+
+    async def _act(self, action: Callable[[MiniWoBPage], Any]) -> Any:
+        """Run one action on the page and record the page's status after it.
+
+        A browser that died raises :class:`BrowserCrashed` (the episode ends, recorded as an error);
+        any other browser error (an unknown key name) goes back to the model as a tool error.
+        """
+        from playwright.async_api import Error as PlaywrightError
+
+        page = self._live_page
+        assert self.trajectory is not None
+        if any(t.info.get("miniwob", {}).get("done") for t in self.trajectory.turns):
+            raise ToolError("the page has already judged this episode; nothing more can be done")
+        try:
+            result = await action(page)
+        except PlaywrightError as e:
+            crash = await self._crash_or(e)
+            if crash is not e:
+                raise crash from e
+            raise ToolError(str(e).splitlines()[0]) from e
+        await self._record_status()
+        return result
+
+    async def _status(self) -> dict[str, Any]:
+        try:
+            return (await self._live_page.status()).as_dict()
+        except Exception as e:
+            raise await self._crash_or(e) from e
+
+    async def _record_status(self) -> None:
+        assert self.trajectory is not None and self.trajectory.turns
+        self.trajectory.turns[-1].info["miniwob"] = await self._status()
+
+    async def _observe(self, heading: str) -> Message:
+        """The page as the model sees it: a screenshot, DOM text with refs, or both, in one user message."""
+        page = self._live_page
+        try:
+            text = heading
+            if self.observation != "screenshot":
+                dom = dom_text(await page.dom())
+                self._last_dom = parse_dom(dom)
+                self._refs = {n.ref for n in self._last_dom}
+                text += "\n" + dom
+            if self.observation == "dom":
+                return Message(role="user", content=text)
+            png = await page.screenshot()
+        except Exception as e:
+            raise await self._crash_or(e) from e
+        return Message(role="user", content=[TextPart(text=text), ImagePart.from_png(png)])
+
+
+def _resolve_names(names: str | Sequence[str]) -> tuple[str, ...]:
+    """The task names an env plays: ``all``, ``reference``, or names (a comma-separated string or a list)."""
+    if isinstance(names, str):
+        if names == "all":
+            return task_names()
+        if names == "reference":
+            from agentgym.envs.gui.policies import SOLVED_TASKS
+
+            return tuple(SOLVED_TASKS)
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        raise EnvError("names lists no task")
+    for name in names:
+        miniwob_task(name)
+    return tuple(names)

@@ -1,0 +1,124 @@
+"""One MiniWoB++ page in a Playwright browser context: serve it, start a seeded episode, act, read back.
+
+The pages are served from the ``miniwob`` wheel by a Playwright route on the context, answered by
+this process (``serve_directory`` of the browser sandbox): the browser asks for
+``http://miniwob.invalid/miniwob/<task>.html`` and its scripts, the route reads them from the wheel,
+and every other request is aborted. So the browser needs no
+network and no files of its own (a sandboxed browser has neither), and a page cannot load anything
+from anywhere else even where the browser does have a network (the local backend).
+
+An episode starts the way MiniWoB's own Selenium env starts one: ``Math.seedrandom(seed)``,
+``core.setDataMode('train')``, ``core.startEpisodeReal()``, then wait for ``WOB_TASK_READY``. The
+page's own episode timer (10 s in core.js, after which it ends the episode with reward -1) is
+stretched by default: a model that thinks for 20 s between clicks should not lose to a wall clock it
+cannot see. The env's turn limit ends episodes that the page never ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentgym.envs.gui.tasks import html_root
+
+ORIGIN = "http://miniwob.invalid"
+"""The made-up origin the pages are served under (``.invalid`` never resolves)."""
+WIDTH, HEIGHT = 160, 210
+"""MiniWoB's task area in CSS pixels (``#wrap`` in core.css): what the screenshot shows."""
+VIEWPORT = {"width": 340, "height": 240}
+"""The window: wide enough for the page's reward panel (left 165, 160 wide), so nothing scrolls sideways."""
+NO_TIMER_MS = 2**31 - 1
+"""The longest ``setTimeout`` delay browsers honour (about 24.8 days); longer ones fire at once."""
+
+_START = """([seed, limitMs]) => {
+  core.EPISODE_MAX_TIME = limitMs;
+  Math.seedrandom(seed);
+  core.setDataMode('train');
+  core.startEpisodeReal();
+}"""
+_STATUS = """() => ({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
+  reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON)})"""
+
+
+@dataclass(frozen=True)
+class Status:
+    """The page's verdict on the episode: ``done``, the raw reward (-1..1) and the time-scaled one."""
+
+    done: bool
+    raw_reward: float
+    reward: float
+    reason: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"done": self.done, "raw_reward": self.raw_reward, "reward": self.reward, "reason": self.reason}
+
+
+def task_url(name: str) -> str:
+    return f"{ORIGIN}/miniwob/{name}.html"
+
+
+async def serve_miniwob(context: Any) -> None:
+    """Route every request of ``context`` (a Playwright ``BrowserContext``): the wheel's files, or abort.
+
+    The catch-all abort is registered first; Playwright tries the latest route first, so requests
+    under :data:`ORIGIN` are answered from the wheel and nothing else leaves the browser.
+    """
+    from agentgym.sandboxes.browser import serve_directory
+
+    await context.route("**/*", lambda route: route.abort("blockedbyclient"))
+    await serve_directory(context, html_root(), ORIGIN)
+
+
+class MiniWoBPage:
+    """A MiniWoB task page: start seeded episodes, act with mouse and keyboard, read status and DOM.
+
+    Args:
+        page: A Playwright ``Page`` whose context :func:`serve_miniwob` routes.
+        task: The task's name (``click-button``).
+    """
+
+    def __init__(self, page: Any, task: str) -> None:
+        self.page = page
+        self.task = task
+
+    async def start(self, seed: int, *, time_limit_ms: int | None = None) -> None:
+        """Load the page if needed and start a new episode from ``seed``; wait until the task is ready."""
+        if self.page.url != task_url(self.task):
+            await self.page.goto(task_url(self.task), wait_until="load")
+        await self.page.evaluate(_START, [seed, time_limit_ms or NO_TIMER_MS])
+        await self.page.wait_for_function("() => WOB_TASK_READY === true", timeout=10_000)
+
+    async def utterance(self) -> str:
+        """The instruction the page shows (``core.getUtterance()``)."""
+        text = await self.page.evaluate("() => core.getUtterance()")
+        return text["utterance"] if isinstance(text, dict) else str(text)
+
+    async def status(self) -> Status:
+        raw = await self.page.evaluate(_STATUS)
+        return Status(bool(raw["done"]), float(raw["raw_reward"]), float(raw["reward"]), raw["reason"])
+
+    async def dom(self) -> dict[str, Any]:
+        """``core.getDOMInfo()``: the visible element tree with refs and boxes; refreshes the refs."""
+        return await self.page.evaluate("() => core.getDOMInfo()")
+
+    async def screenshot(self) -> bytes:
+        """The task area as PNG."""
+        return await self.page.screenshot(type="png", clip={"x": 0, "y": 0, "width": WIDTH, "height": HEIGHT})
+
+    async def click(self, x: float, y: float) -> None:
+        await self.page.mouse.click(x, y)
+
+    async def click_ref(self, ref: int) -> str | None:
+        """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""
+        result = await self.page.evaluate("(ref) => core.elementClick(ref)", ref)
+        return None if result is True else str(result)
+
+    async def type(self, text: str) -> None:
+        await self.page.keyboard.type(text)
+
+    async def press(self, key: str) -> None:
+        await self.page.keyboard.press(key)
+
+    async def scroll(self, dx: float, dy: float, x: float, y: float) -> None:
+        await self.page.mouse.move(x, y)
+        await self.page.mouse.wheel(dx, dy)

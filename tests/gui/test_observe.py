@@ -1,0 +1,95 @@
+"""The DOM text a model reads, read back by policies; MiniWoB's reward; UI-R1's action components."""
+
+import pytest
+
+from agentgym.envs.gui import dom_text, parse_dom, score_action, task_reward
+from agentgym.envs.gui.tasks import miniwob_task, task_names
+from agentgym.errors import EnvError
+from agentgym.rewards import Episode
+from agentgym.types import Message, Task, Trajectory, Turn
+
+
+def element(ref, tag, box, children=(), **extra):
+    left, top, width, height = box
+    return {"ref": ref, "tag": tag, "left": left, "top": top, "width": width, "height": height,
+            "children": list(children), "id": "", "classes": "", **extra}
+
+
+PAGE = element(1, "BODY", (0, 0, 160, 210), [
+    element(2, "DIV", (0, 50, 160, 80), [  # a bare container: no line of its own
+        element(3, "BUTTON", (2.4, 74.6, 33.5, 21), text='Say "hi" — ok', classes="primary big extra"),
+        element(4, "INPUT_text", (34, 52, 117, 21), id="tt", value="typed", focused=True),
+        element(5, "INPUT_checkbox", (6, 55, 20, 13), value=False),
+        {"ref": -1, "tag": "t", "left": 29, "top": 59, "width": 20, "height": 11, "children": [], "text": "USa"},
+    ]),
+])
+
+
+def test_dom_text_names_elements_and_reads_back_exactly():
+    text = dom_text(PAGE)
+    lines = text.splitlines()
+    assert lines[0] == '[3] button .primary .big "Say \\"hi\\" — ok" @2,75 34x21'   # two classes at most
+    assert '[4] input_text #tt value="typed" focused @34,52 117x21' in lines
+    assert "[5] input_checkbox checked=false @6,55 20x13" in lines
+    assert all("[2]" not in line and "[1]" not in line for line in lines)
+    dom = parse_dom("Instruction: something\n" + text)
+    assert [n.ref for n in dom] == [3, 4, 5, -1]
+    button = dom.get(3)
+    assert button.text == 'Say "hi" — ok' and button.classes == ("primary", "big") and button.box == (2, 75, 34, 21)
+    assert dom.get(4).value == "typed" and dom.get(4).focused and dom.get(4).id == "tt"
+    assert dom.get(5).value is False and dom.get(-1).text == "USa"
+    assert button.contains(*button.center) and not button.contains(100, 100)
+
+
+def test_tasks_come_from_the_wheel():
+    names = task_names()
+    assert len(names) > 120 and "click-button" in names and "enter-text" in names
+    assert miniwob_task("click-button").data == {"miniwob": "click-button"}
+    with pytest.raises(EnvError, match="did you mean click-button"):
+        miniwob_task("click-buton")
+
+
+def _episode(state=None, turns=()):
+    return Episode(Task(id="t", prompt="p"), Trajectory(task_id="t", env="gui", turns=list(turns)), state=state)
+
+
+def test_task_reward_is_the_pages_raw_reward_once_it_judged():
+    won = {"done": True, "raw_reward": 1.0, "reward": 0.8, "reason": None}
+    assert task_reward(_episode(won)).value == 1.0
+    assert task_reward(_episode(won)).components == {"task": 1.0, "done": 1.0, "time_scaled": 0.8}
+    lost = {"done": True, "raw_reward": -1.0, "reward": -1.0, "reason": "wrong"}
+    assert task_reward(_episode(lost)).value == -1.0
+    assert task_reward(_episode({"done": False, "raw_reward": 0.0, "reward": 0.0, "reason": None})).value == 0.0
+    # a saved trajectory is scored offline from the status its last action recorded
+    turn = Turn(action=Message(role="assistant"), info={"miniwob": won})
+    assert task_reward(_episode(None, [turn])).value == 1.0
+    assert task_reward(_episode(None, [])).value == 0.0
+
+
+GOLD_CLICK = {"type": "click", "ref": 3, "box": [2, 75, 34, 21]}
+DOM = dom_text(PAGE)
+
+
+@pytest.mark.parametrize(("calls", "expected"), [
+    ([{"name": "click", "arguments": {"x": 10, "y": 80}}], (1, 1, 1)),          # inside the box
+    ([{"name": "click", "arguments": {"x": 100, "y": 150}}], (1, 1, 0)),        # right type, outside
+    ([{"name": "click_element", "arguments": {"ref": 3}}], (1, 1, 1)),          # the target itself
+    ([{"name": "click_element", "arguments": {"ref": 4}}], (1, 1, 0)),          # another element
+    ([{"name": "click_element", "arguments": {"ref": 99}}], (1, 1, 0)),         # no such element
+    ([{"name": "type", "arguments": {"text": "x"}}], (1, 0, 0)),                 # wrong type
+    ([{"name": "click", "arguments": {"x": 10, "y": 80}}] * 2, (0, 0, 0)),      # two actions: bad format
+    ([{"name": "open", "arguments": {}}], (0, 0, 0)),                           # not an action tool
+    ([], (0, 0, 0)),
+])
+def test_ui_r1_components_for_a_click(calls, expected):
+    got = score_action(calls, GOLD_CLICK, DOM)
+    assert (got["format"], got["action_type"], got["click_in_box"]) == expected
+
+
+def test_ui_r1_components_for_typing_and_keys():
+    gold = {"type": "type", "text": "Myron"}
+    assert score_action([{"name": "type", "arguments": {"text": "Myron"}}], gold)["click_in_box"] == 1
+    assert score_action([{"name": "type", "arguments": {"text": "myron"}}], gold)["click_in_box"] == 0
+    key = {"type": "press", "key": "Enter"}
+    assert score_action([{"name": "press", "arguments": {"key": "Enter"}}], key) == \
+        {"format": 1.0, "action_type": 1.0, "click_in_box": 1.0}
