@@ -242,8 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--force", action="store_true", help="download again even if cached")
     fetch.set_defaults(func=_cmd_data_fetch)
 
-    from agentgym.envs.swe.cli import add_commands as add_swe_commands
     from agentgym.envs.gui.cli import add_commands as add_gui_commands
+    from agentgym.envs.swe.cli import add_commands as add_swe_commands
     from agentgym.mcp.cli import add_commands as add_mcp_commands
     from agentgym.rewards.cli import add_commands as add_judge_commands
     from agentgym.sandboxes.cli import add_commands as add_sandbox_commands
