@@ -90,3 +90,12 @@ def test_openenv_side_by_side(tmp_path: Path) -> None:
     for ratio in result["ratios"].values():
         assert is_spread(ratio["steps_per_s"]) and is_spread(ratio["steps_per_cpu_s"])
     assert all(row["errors"] == 0 for row in result["runs"][0])
+
+
+def test_swe_synthesis(tmp_path: Path) -> None:
+    result = run_quick("swe_synthesis", tmp_path)
+    assert result["info"]["commit"] and result["info"]["count"] == 1
+    [row] = result["packages"]
+    assert (row["package"], row["tasks"]) == ("toolz", 1)
+    assert row["mutants_tried"] >= 1 and row["tasks_per_minute"] > 0 and row["seconds_per_mutant"] > 0
+    assert len(row["fail_to_pass_per_task"]) == 1 and row["fail_to_pass_per_task"][0] >= 1
