@@ -237,7 +237,10 @@ async def _try(
         base_commit = await _commit(box, WORKTREE, instance_id)
         bug_patch = await _git(box, WORKTREE, "diff HEAD~1 HEAD")
         patch = await _git(box, WORKTREE, "diff HEAD HEAD~1")
-        run = await run_tests(box, test_cmd, cwd=WORKTREE, timeout=timeout)
+        try:
+            run = await run_tests(box, test_cmd, cwd=WORKTREE, timeout=timeout)
+        except SandboxError:  # the mutant took its sandbox down (memory, processes): not a task
+            return "sandbox died in the run"
     if run.timed_out:
         return "timed out"
     if passing - run.statuses.keys():
