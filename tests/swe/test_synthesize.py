@@ -23,7 +23,7 @@ from agentgym.envs.swe.testrun import ERROR, FAILED, PASSED, run_tests
 from agentgym.sandboxes.pool import start
 from tests.conftest import docker_or_skip
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]  # three packages built and synthesized
 
 # Pinned releases, so the tasks (and this test) do not move when a package does.
 PACKAGES = {"toolz": ("1.2.0", 2), "cachetools": ("8.0.1", 2), "more-itertools": ("11.2.1", 1)}
