@@ -28,10 +28,11 @@ RELEASES = {"toolz": "1.2.0", "cachetools": "8.0.1", "more-itertools": "11.2.1"}
 
 def remove_image(package: str) -> None:
     """Remove the package's sdist images (not the shared base), so the next build is cold."""
+    from agentgym.envs.swe.sdist_image import REPOSITORY
     from agentgym.sandboxes import engine
 
     api = engine.client()
-    for image in api.images.list(name=f"agentgym/sdist-{package}"):
+    for image in api.images.list(name=f"{REPOSITORY}/{package}"):
         for tag in image.tags:
             api.images.remove(tag, noprune=False)
 
