@@ -14,10 +14,12 @@ The image is the ``swe`` recipe (Debian with ``python3``, ``git`` and ``patch``,
   and code can run git there. The package itself is not installed: ``python3 -m pytest`` run in
   ``/testbed`` imports it from the repository (or from ``src/``, see :attr:`SdistImage.test_cmd`).
 
-The tag is ``agentgym/sdist-<package>:<version>-<hash>``, where the hash covers the base image's tag
+The tag is ``agentgym-sdist/<package>:<version>-<hash>``, where the hash covers the base image's tag
 (itself a hash of its recipe and builder), the sdist's sha256, the pinned test requirements and this
 module's source: an unchanged recipe is built once per machine, and what a task names (package,
-version, sha256) rebuilds the same repository anywhere. The labels of the image record them.
+version, sha256) rebuilds the same repository anywhere. The labels of the image record them. The
+repository is not ``agentgym/``: ``agentgym sandbox prune --images`` takes every tag there that no
+recipe names for stale, and these are not recipes' images.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BASE_RECIPE = "swe"
+REPOSITORY = "agentgym-sdist"
 TESTBED = "/testbed"
 TEST_REQUIREMENTS = ("pytest==9.0.3",)
 """Installed in every image: pinned, so a tag names one set of test tools."""
@@ -165,14 +168,14 @@ def describe(tag: str) -> SdistImage:
 
 
 def sdist_tag(sdist: Sdist, base: str, requirements: tuple[str, ...]) -> str:
-    """``agentgym/sdist-<package>:<version>-<hash>`` (see the module docstring for what is hashed)."""
+    """``agentgym-sdist/<package>:<version>-<hash>`` (see the module docstring for what is hashed)."""
     digest = hashlib.sha256()
     for part in (base, sdist.sha256, *requirements):
         digest.update(part.encode() + b"\0")
     digest.update(Path(__file__).read_bytes())
     name = re.sub(r"[^a-z0-9]+", "-", sdist.package.lower()).strip("-")
     version = re.sub(r"[^A-Za-z0-9_.-]", "_", sdist.version)[:100]
-    return f"{builder.REPOSITORY}/sdist-{name}:{version}-{digest.hexdigest()[:12]}"
+    return f"{REPOSITORY}/{name}:{version}-{digest.hexdigest()[:12]}"
 
 
 def fetch_sdist(package: str, version: str | None = None) -> Sdist:

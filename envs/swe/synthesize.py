@@ -91,7 +91,6 @@ class Stats:
 
     tried: int = 0
     kept: int = 0
-    invalid: int = 0
     rejected: dict[str, int] = dataclasses.field(default_factory=dict)
     build_seconds: float = 0.0
     baseline_seconds: float = 0.0
@@ -101,7 +100,7 @@ class Stats:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
 
 
-def test_command(image: SdistImage, package: str) -> str:
+def package_test_cmd(image: SdistImage, package: str) -> str:
     """The image's test command plus the package's :data:`TEST_ARGS`."""
     return " ".join([image.test_cmd, *(shlex.quote(a) for a in TEST_ARGS.get(_norm(package), ()))])
 
@@ -145,7 +144,7 @@ async def synthesize(
     tag = await asyncio.to_thread(build_sdist_image, package, version)
     image = await asyncio.to_thread(describe, tag)
     stats.build_seconds = time.monotonic() - started
-    test_cmd = test_command(image, package)
+    test_cmd = package_test_cmd(image, package)
 
     started = time.monotonic()
     async with await start("docker", tag, LIMITS) as box:
@@ -194,7 +193,6 @@ async def synthesize(
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
     stats.mutant_seconds = time.monotonic() - started
-    stats.invalid = stats.rejected.get("does not compile", 0)
 
     rows = [_row(image, package, test_cmd, c) for c in kept]
     if model is not None:
@@ -237,7 +235,10 @@ async def _try(
         base_commit = await _commit(box, WORKTREE, instance_id)
         bug_patch = await _git(box, WORKTREE, "diff HEAD~1 HEAD")
         patch = await _git(box, WORKTREE, "diff HEAD HEAD~1")
-        run = await run_tests(box, test_cmd, cwd=WORKTREE, timeout=timeout)
+        try:
+            run = await run_tests(box, test_cmd, cwd=WORKTREE, timeout=timeout)
+        except SandboxError:  # the mutant took its sandbox down (memory, processes): not a task
+            return "sandbox died in the run"
     if run.timed_out:
         return "timed out"
     if passing - run.statuses.keys():

@@ -135,3 +135,12 @@ def test_ray_executor(tmp_path: Path) -> None:
     assert all(is_spread(v) for v in result["ray_adds_ms_per_episode"].values())
     driver = result["driver"]
     assert driver["us_per_episode"] > 0 and driver["episode_spec_bytes"] > 1000 < driver["trajectory_json_bytes"]
+
+
+def test_swe_synthesis(tmp_path: Path) -> None:
+    result = run_quick("swe_synthesis", tmp_path)
+    assert result["info"]["commit"] and result["info"]["count"] == 1
+    [row] = result["packages"]
+    assert (row["package"], row["tasks"]) == ("toolz", 1)
+    assert row["mutants_tried"] >= 1 and row["tasks_per_minute"] > 0 and row["seconds_per_mutant"] > 0
+    assert len(row["fail_to_pass_per_task"]) == 1 and row["fail_to_pass_per_task"][0] >= 1
