@@ -19,10 +19,10 @@ submission's sandbox saw the tests' arguments: it is wiped and goes back to the 
 A grader's sandbox holds the hidden tests, but its session only ever runs the grader's server,
 which forks a child per verification and kills it after (:mod:`~agentgym.envs.code.grader`): it
 goes back to the graders' pool as it is (``SandboxPool.keep``), without a wipe, and is wiped only
-when it failed; one grown old is destroyed. With a provider object (``CodeEnv(sandbox_backend=pool)``) both come from it and are destroyed after
-use. So a verification costs what it did when one sandbox did it all (one wipe, besides the
-episode's own), plus two round trips to warm sandboxes per candidate call, a fraction of a
-millisecond each.
+when it failed; one grown old is destroyed. With a provider object (``CodeEnv(sandbox_backend=pool)``)
+both come from it and are destroyed after use. So a verification costs what it did when one sandbox
+did it all (one wipe, besides the episode's own), plus two round trips to warm sandboxes per
+candidate call, a fraction of a millisecond each.
 """
 
 from __future__ import annotations
