@@ -784,10 +784,10 @@ def clean(uid: int, writable: list[str], baseline: set[str], deadline: float, ke
     """
     if os.getuid() != uid or os.geteuid() != uid:
         return "the cleaner is not the code's user"
-    problems = [kill_everything(uid, deadline), remove_ipc()]
+    checks = [kill_everything(uid, deadline), remove_ipc()]
     if keyrings:
-        problems.append(clear_keyrings(uid, os.getgid(), deadline))
-    problems = [p for p in problems if p]
+        checks.append(clear_keyrings(uid, os.getgid(), deadline))
+    problems = [p for p in checks if p]
     found: list[str] = []
     for path in writable:
         scrub(path, baseline, found)
