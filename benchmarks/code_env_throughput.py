@@ -79,14 +79,14 @@ async def window(
 ) -> tuple[Timings, float, dict[str, float]]:
     """Every session runs ``play(env, timings)`` back to back until ``seconds`` have passed."""
     timings = Timings()
-    deadline = time.perf_counter() + seconds
 
     async def session(env: agentgym.Env) -> None:
         while time.perf_counter() < deadline:
             await play(env, timings)
 
-    meter = CpuMeter()
+    meter = CpuMeter()  # may take a while on a loaded machine (it lists the run's containers): the window starts after
     started = time.perf_counter()
+    deadline = started + seconds
     await asyncio.gather(*(session(env) for env in envs))
     wall = time.perf_counter() - started
     return timings, wall, meter.stop()

@@ -161,10 +161,13 @@ async def run(kind: str, limit: int, concurrency: int) -> dict[str, object]:
         cpu = meter.stop()
     finally:
         await shutdown_pools()
-    if summary.successes != summary.episodes:
+    if summary.successes != summary.episodes and kind != NAIVE:
         raise RuntimeError(f"{kind}: {summary.episodes - summary.successes} episodes failed: {summary.failures}")
+    # The baseline's episodes can fail on a loaded machine (a verification out of time): its time was
+    # spent all the same, so the run counts, with how many passed.
     return {
         "episodes": summary.episodes,
+        "passed": summary.successes,
         "wall_s": summary.wall_seconds,
         "episodes_per_s": summary.episodes_per_second,
         "cpu_ms_per_episode": cpu["total"] / summary.episodes * 1e3,
@@ -191,7 +194,9 @@ def main() -> None:
         for _ in range(args.repeat):  # rounds: each ratio compares runs made minutes apart, not an hour
             for kind in kinds:
                 runs[kind].append(asyncio.run(run(kind, args.limit, args.concurrency)))
-                print(f"{kind}: {runs[kind][-1]['episodes_per_s']:.2f} episodes/s", flush=True)
+                run_ = runs[kind][-1]
+                print(f"{kind}: {run_['episodes_per_s']:.2f} episodes/s, {run_['passed']} of {run_['episodes']} passed",
+                      flush=True)
     finally:
         remove_cgroup_parent()
     rows = []

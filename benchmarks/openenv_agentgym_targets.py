@@ -13,8 +13,11 @@ Targets (one ``agentgym.make("code", sandbox_backend=BACKEND)`` per session, as 
                     unmeasured warm-up episode (one per session) fills the way a user's first episodes do.
   agentgym-local    the same on the local backend (a bubblewrap jail + agent per sandbox, no Docker).
 
-``open()`` plays two episodes per session before the harness's own warm-up, so the shared pool has
-settled (grown to what the sessions need) before the harness fixes the list of what it meters.
+``open()`` first has ``2 * n`` sandboxes ready in the shared pool (``warm_up``, as the docs advise before
+a timed run), then plays two episodes per session before the harness's own warm-up, so the pool has
+settled before the harness fixes the list of what it meters: with a spare per session, a reset that
+finds none ready (which would grow the pool by an unmetered sandbox) is unlikely even on a loaded
+machine. Idle spares cost no CPU; they count in the memory per session.
 
 Accounting (read by the harness once the warm-up is over): ``containers()`` lists the containers
 agentgym started from this process (its own label ``agentgym.owner_pid=<pid>``), so their cgroups
@@ -80,7 +83,9 @@ class AgentgymTarget(Target):
 
     async def open(self, n: int) -> None:
         import agentgym
+        from agentgym.sandboxes import warm_up
 
+        await warm_up(self.backend, count=2 * n)
         self.envs = [agentgym.make("code", sandbox_backend=self.backend, max_turns=NO_TRUNCATION) for _ in range(n)]
         self.task = self.envs[0].tasks()[0]
 

@@ -14,7 +14,8 @@ caller who finds none ready makes the pool keep one more (up to ``max_size``): s
 Pools are process-wide and keyed by event loop, backend, image, limits and purpose, so every env in
 a process shares them; a shared pool starts empty. Verifiers get sandboxes from pools of their own
 (``acquire(..., verifier=True)``): a sandbox that held a task's hidden tests is never lent to a
-model's session afterwards, only to later verifiers.
+model's session afterwards, only to later verifiers. A verifier whose sandboxes play roles that
+must not mix names each role (``verifier="code-grader"``): each role has a pool of its own.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
 RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
 
-PoolKey = tuple[str, str, Limits, bool]  # backend, image, limits, for verifiers
+PoolKey = tuple[str, str, Limits, bool | str]  # backend, image, limits, purpose (False: models)
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, SandboxPool]] = weakref.WeakKeyDictionary()
 
 
@@ -250,6 +251,23 @@ class SandboxPool:
                 return True
         return False
 
+    def keep(self, sandbox: AgentSandbox) -> None:
+        """Take back a sandbox this pool lent, as it is (no wipe), for its next caller.
+
+        Only for a pool whose callers all run the same trusted code in their sandboxes, which may
+        then find what the last one left: the code env's graders keep their grading server between
+        verifications this way. One that is dead, old or no longer lent is destroyed instead.
+        """
+        lent_here = sandbox.return_to == self._give_back
+        if lent_here:
+            sandbox.return_to = None
+            self._lent -= 1
+        if not lent_here or self._closed or not self._fit(sandbox):
+            self._spawn(sandbox.destroy())
+            self._refill()
+        else:
+            self._deliver(sandbox)
+
     def _fit(self, sandbox: AgentSandbox) -> bool:
         """Alive, and with most of its wall time ahead."""
         return sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2
@@ -340,7 +358,7 @@ class SandboxProvider(Protocol):
 
 async def acquire(
     backend: str | SandboxProvider = "auto", *, image: str = "python", limits: Limits | None = None,
-    verifier: bool = False,
+    verifier: bool | str = False,
 ) -> Sandbox:
     """A sandbox from the process-wide warm pool for ``(backend, image, limits)``.
 
@@ -353,7 +371,8 @@ async def acquire(
         verifier: For a verifier, which puts what the model must not see (hidden tests) in the
             sandbox: it comes from a pool kept for verifiers, and once closed it is wiped and lent
             to later verifiers only, never to a model's session. From a provider object, such a
-            sandbox is destroyed on close instead of going back.
+            sandbox is destroyed on close instead of going back. A string names a role among a
+            verifier's sandboxes, with a pool of its own (they go back to that role only).
 
     Raises:
         SandboxError: No sandbox could be created; the message says why.
@@ -363,12 +382,12 @@ async def acquire(
         if verifier and isinstance(sandbox, AgentSandbox):
             sandbox.keep_out_of_pools()
         return sandbox
-    return await (await _shared_pool(backend, image, limits, verifier)).acquire()
+    return await (await shared_pool(backend, image=image, limits=limits, verifier=verifier)).acquire()
 
 
 async def warm_up(
     backend: str = "auto", *, image: str = "python", limits: Limits | None = None, count: int = 1,
-    verifier: bool = False,
+    verifier: bool | str = False,
 ) -> None:
     """Have ``count`` sandboxes ready in the shared pool that :func:`acquire` draws from, and wait for them.
 
@@ -378,13 +397,21 @@ async def warm_up(
     Raises:
         SandboxError: A sandbox could not be started; the message says why.
     """
-    pool = await _shared_pool(backend, image, limits, verifier)
+    pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier)
     pool.size = max(pool.size, count)
     pool.max_size = max(pool.max_size, count)
     await pool.fill()
 
 
-async def _shared_pool(backend: str, image: str, limits: Limits | None, verifier: bool) -> SandboxPool:
+async def shared_pool(
+    backend: str = "auto", *, image: str = "python", limits: Limits | None = None, verifier: bool | str = False
+) -> SandboxPool:
+    """The process-wide pool :func:`acquire` draws from for these arguments (on this event loop), made
+    if need be: for a caller that also gives sandboxes back with :meth:`SandboxPool.keep`.
+
+    Raises:
+        SandboxError: An unknown backend name.
+    """
     name = await resolve_backend(backend)
     limits = limits or Limits()
     pools = _shared.setdefault(asyncio.get_running_loop(), {})

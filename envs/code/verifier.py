@@ -13,15 +13,16 @@ submission, and hands the reply back unread (the grader parses it). A submission
 choose its function's results, as plain values; it never sees the tests, the grader's nonce or the
 report. docs/threat-model.md says what this defends and what it does not.
 
-Neither sandbox is ever lent to a model afterwards; each role has a warm pool of its own. A
+Neither sandbox is ever lent to a model afterwards; each role has a warm pool of its own, one of
+the process's shared pools (``acquire(..., verifier=ROLE)``, shut down by ``shutdown_pools()``). A
 submission's sandbox saw the tests' arguments: it is wiped and goes back to the submissions' pool.
 A grader's sandbox holds the hidden tests, but its session only ever runs the grader's server,
 which forks a child per verification and kills it after (:mod:`~agentgym.envs.code.grader`): it
-is kept for the next verification as it is, without a wipe, and wiped only when it failed or grew
-old. With a provider object (``CodeEnv(sandbox_backend=pool)``) both come from it and are destroyed after
-use. So a verification costs what it did when one sandbox did it all (one wipe, besides the
-episode's own), plus two round trips to warm sandboxes per candidate call, a fraction of a
-millisecond each.
+goes back to the graders' pool as it is (``SandboxPool.keep``), without a wipe, and is wiped only
+when it failed; one grown old is destroyed. With a provider object (``CodeEnv(sandbox_backend=pool)``)
+both come from it and are destroyed after use. So a verification costs what it did when one sandbox
+did it all (one wipe, besides the episode's own), plus two round trips to warm sandboxes per
+candidate call, a fraction of a millisecond each.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 
 from agentgym.errors import DataError, SandboxError
 from agentgym.sandboxes import Limits, PythonResult, Sandbox, SandboxPool, SandboxProvider
+from agentgym.sandboxes.pool import shared_pool
 from agentgym.sandboxes.sandbox import AgentSandbox
 
 from .grader import FRAME_RESULTS_BYTES
@@ -49,11 +51,8 @@ LIMITS = Limits(output_bytes=1 << 20)
 FRAME_SLACK = 8 << 10  # room in a sandbox's output for a frame's marker and the grader's results
 MIN_GRADER_SECONDS = 2.0  # left to the tests after a hung call, so the rest can fail with a reason
 HOST_SLACK = 5.0  # host-side timeout past the grader's own, which normally fires first
-MAX_POOLED = 32
+SUBMISSIONS, GRADERS = "code-submission", "code-grader"  # the roles' pools (``acquire(..., verifier=ROLE)``)
 
-_sandboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], VerifierSandboxes]] = (
-    weakref.WeakKeyDictionary()
-)
 _servers: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # grader sandboxes whose session runs the server
 
 # Defines a module from source inside a sandbox, so the grader's and the server's ``import`` work.
@@ -108,7 +107,7 @@ async def verify(
         test_plan = plan(data["test"], data["entry_point"])
     except TaskError as e:
         raise DataError(f"task {data.get('task_id')}: {e}") from None
-    own = _sandboxes_for(sandbox, image) if isinstance(sandbox, str) else None
+    own = VerifierSandboxes(sandbox, image) if isinstance(sandbox, str) else None
     if own is not None:
         pair = await _acquire_pair(own.submission(), own.grader(), own)
     else:
@@ -319,42 +318,28 @@ def _source(module: str) -> str:
 
 
 class VerifierSandboxes:
-    """The verifier's sandboxes for one backend and image on one event loop, apart from any model's.
+    """The verifier's sandboxes for one backend and image, from the shared pools of their roles, apart
+    from any model's.
 
-    Submissions' sandboxes come from a pool of their own and are wiped after each use. Graders'
-    are kept between verifications (see the module docstring) and handed back to their pool, to be
-    wiped, only when one failed or has used half its wall time.
+    Submissions' sandboxes are wiped after each use (``close()``). Graders' go back as they are
+    (:meth:`SandboxPool.keep`, see the module docstring), and through a wipe only when one failed.
     """
 
     def __init__(self, backend: str, image: str) -> None:
-        self.submissions = SandboxPool(backend, image, LIMITS, size=0, max_size=MAX_POOLED)
-        self.graders = SandboxPool(backend, image, LIMITS, size=0, max_size=MAX_POOLED)
-        self.idle: list[AgentSandbox] = []
+        self.backend = backend
+        self.image = image
 
     async def submission(self) -> AgentSandbox:
-        return await self.submissions.acquire()
+        return await (await self._pool(SUBMISSIONS)).acquire()
 
     async def grader(self) -> AgentSandbox:
-        while self.idle:
-            sandbox = self.idle.pop()
-            if self._fit(sandbox):
-                return sandbox
-            await sandbox.close()
-        return await self.graders.acquire()
+        return await (await self._pool(GRADERS)).acquire()
 
     async def keep_grader(self, sandbox: AgentSandbox, *, reusable: bool) -> None:
-        if reusable and self._fit(sandbox) and len(self.idle) < MAX_POOLED:
-            self.idle.append(sandbox)
+        if reusable:
+            (await self._pool(GRADERS)).keep(sandbox)
         else:
             await sandbox.close()
 
-    @staticmethod
-    def _fit(sandbox: AgentSandbox) -> bool:
-        return sandbox.connected and time.monotonic() - sandbox.started < sandbox.limits.wall_seconds / 2
-
-
-def _sandboxes_for(backend: str, image: str) -> VerifierSandboxes:
-    own = _sandboxes.setdefault(asyncio.get_running_loop(), {})
-    if (backend, image) not in own:
-        own[backend, image] = VerifierSandboxes(backend, image)
-    return own[backend, image]
+    async def _pool(self, role: str) -> SandboxPool:
+        return await shared_pool(self.backend, image=self.image, limits=LIMITS, verifier=role)

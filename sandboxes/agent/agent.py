@@ -35,11 +35,15 @@ Five kinds of process, so that no user code ever runs where it could reach anyth
   descriptors, reseeded ``random``) and runs code in a fresh ``__main__``.
 - A **copier** is forked by the agent for a fork's snapshot or restore and becomes the code's uid:
   it writes the entries of the places code can write to a pipe, or makes them from a pipe.
-- A **cleaner** is forked by the agent for a wipe and becomes the code's uid (so it removes exactly
-  what that uid may remove): it kills every process of the uid with one ``kill(-1)`` and waits for
-  each to end on its pidfd, removes SysV IPC objects, clears the uid's keyrings, and deletes
-  everything that was not there at start from every writable mount (found in ``/proc/self/mountinfo``,
-  not from a fixed list). Anything it cannot remove makes the wipe unclean.
+- A wipe's **cleaner** is the next worker, before it takes any code: forked by the zygote like any
+  session and already the code's uid (so it removes exactly what that uid may remove), it kills every
+  other process of the uid with one ``kill(-1)`` and waits for each to end on its pidfd, removes
+  SysV IPC objects, clears the uid's keyrings if it owns any key, and deletes everything that was
+  not there at start from every writable mount (found in ``/proc/self/mountinfo`` when the agent
+  started, not from a fixed list); it sends its verdict as its first reply, then serves as the
+  fresh session. Anything it cannot remove makes the wipe unclean (and the agent kills it).
+  One fork per wipe, from the small zygote, rather than a cleaner forked from the agent and then a
+  session.
 
 The agent itself never runs user code: commands and the Python session are child processes whose
 output it reads through pipes, keeping at most ``output_bytes`` of each stream and draining (and
@@ -110,7 +114,9 @@ KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 USER_KEYRING_PERM = 0x1F3F0000  # what the kernel gives a new user keyring
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288, "armv7l": 311,
               "ppc64le": 271, "ppc64": 271, "s390x": 280}
+KEYCTL_NR = SYS_KEYCTL.get(os.uname().machine)  # None where its number is unknown
 ZYGOTE_RECORD = struct.Struct("=cii")  # kind (F: forked, E: fork failed, X: exited), pid, errno or wait status
+ZYGOTE_REQUEST = struct.Struct("=cd")  # kind (F: a session, C: a session that cleans first), the wipe's deadline
 
 
 class Capture:
@@ -194,18 +200,26 @@ def checked(result: int, what: str) -> int:
 
 def keyctl(*args: int) -> int:
     """The keyctl(2) system call (glibc has no wrapper); raises OSError (ENOSYS where its number is unknown)."""
-    number = SYS_KEYCTL.get(os.uname().machine)
-    if number is None:
+    if KEYCTL_NR is None:
         raise OSError(errno.ENOSYS, "keyctl: unknown system call number on " + os.uname().machine)
-    return checked(libc().syscall(number, *(ctypes.c_long(a) for a in args)), "keyctl")
+    return checked(libc().syscall(KEYCTL_NR, *(ctypes.c_long(a) for a in args)), "keyctl")
 
 
-def new_session_keyring() -> None:
-    """Join a new, empty session keyring (the agent's, which code inherits and the wipe empties): the one
-    inherited is the host's, and code would reach the keys of whoever started agentgym. Where keyctl
-    is refused (Docker's default seccomp profile) code cannot use keyrings at all."""
-    with contextlib.suppress(OSError):
+def new_session_keyring() -> bool:
+    """Join a new, empty session keyring; False where keyctl is refused (Docker's default seccomp
+    profile), so that code cannot use keyrings at all.
+
+    The agent joins one at start, since the one inherited is the host's (code would reach the keys
+    of whoever started agentgym), and so does every process that runs code, before it takes the
+    code's uid: each gets a root-owned keyring of its own, which nothing after it can reach, rather
+    than one shared with the agent and every later session. So code can leave keys behind only
+    under its own uid, where :func:`owns_keys` sees them.
+    """
+    try:
         keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
+    except OSError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------- the jail without bubblewrap
@@ -304,6 +318,11 @@ def stdio() -> list[tuple[int, int]] | None:
         return None
 
 
+def send_reply(replies: int, reply: dict[str, Any]) -> None:
+    data = json.dumps(reply).encode("utf-8")
+    os.write(replies, b"%010d" % len(data) + data)
+
+
 def run_session(code_in: int, replies: int) -> None:
     """The worker's loop: run each length-prefixed code frame from ``code_in`` in one namespace.
 
@@ -351,8 +370,7 @@ def run_session(code_in: int, replies: int) -> None:
             except Exception:
                 pass
         intact = stdio() == pipes  # code that closed or replaced fds 1/2 leaves a session that cannot talk
-        reply = json.dumps({"error": error, "broken": not intact}).encode("utf-8")
-        os.write(replies, b"%010d" % len(reply) + reply)
+        send_reply(replies, {"error": error, "broken": not intact})
         if not intact:
             os._exit(0)
 
@@ -391,13 +409,14 @@ class Zygote:
         self.sock = ours
         self.exits: dict[int, int] = {}  # pid -> wait status, for sessions that ended
 
-    def spawn(self) -> Session:
-        """A new Python session, forked and ready to take code.
+    def spawn(self, clean_by: float | None = None) -> Session:
+        """A new Python session, forked and ready to take code; with ``clean_by`` (a deadline), one that
+        wipes the sandbox first and sends its verdict as its first reply (see :meth:`Agent.op_wipe`).
 
         Raises:
             OSError: The fork failed (e.g. out of processes) or the zygote is gone.
         """
-        self.sock.send(b"F")
+        self.sock.send(ZYGOTE_REQUEST.pack(b"F", 0.0) if clean_by is None else ZYGOTE_REQUEST.pack(b"C", clean_by))
         deadline = time.monotonic() + ZYGOTE_WAIT
         while True:
             kind, pid, value, fds = self.receive(deadline)
@@ -460,13 +479,16 @@ def zygote_main(agent: Agent, sock: socket.socket) -> None:
                     break
                 sock.send(ZYGOTE_RECORD.pack(b"X", pid, status))
         if sock in ready:
-            if not sock.recv(16):
+            request = sock.recv(ZYGOTE_REQUEST.size)
+            if not request:
                 return
-            fork_session(agent, sock)
+            kind, deadline = ZYGOTE_REQUEST.unpack(request)
+            fork_session(agent, sock, deadline if kind == b"C" else None)
 
 
-def fork_session(agent: Agent, sock: socket.socket) -> None:
-    """Fork one session and send its pid and the agent's ends of its pipes over ``sock``."""
+def fork_session(agent: Agent, sock: socket.socket, clean_by: float | None) -> None:
+    """Fork one session and send its pid and the agent's ends of its pipes over ``sock``; with
+    ``clean_by``, the session first wipes the sandbox and replies with its verdict, ``{"wiped": why not}``."""
     pipes: list[int] = []
     try:
         for _ in range(4):  # code in, replies out, stdout, stderr
@@ -488,6 +510,15 @@ def fork_session(agent: Agent, sock: socket.socket) -> None:
             close_all_but({0, 1, 2, code_r, reply_w})
             agent.child_setup()
             os.chdir(agent.workdir)
+            if clean_by is not None:
+                assert agent.user is not None  # the agent wipes only when code runs as a user of its own
+                try:
+                    problem = clean(agent.user[0], agent.writable, agent.baseline, clean_by, agent.keyrings)
+                except BaseException as e:
+                    problem = f"the wipe failed: {type(e).__name__}: {e}"
+                send_reply(reply_w, {"wiped": problem})
+                if problem is not None:
+                    return
             if "random" in sys.modules:  # a forked session would otherwise repeat its parent's sequence
                 sys.modules["random"].seed()
             run_session(code_r, reply_w)
@@ -656,15 +687,33 @@ def stray_keys(uid: int) -> list[str]:
     return [line.decode("utf-8", "replace") for line in stray]
 
 
-def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
-    """Empty the session keyring code shared and this uid's user, user-session and persistent
-    keyrings, undo what code set on them, and wait until the kernel has collected every key they
-    held (until then it still lists their descriptions; with no key left over there is no wait).
+def owns_keys(uid: int) -> bool:
+    """Whether any key of ``uid`` exists, keyrings included (its ``nkeys`` in /proc/key-users, which
+    counts a key until the kernel has collected it). One short read, where /proc/keys would make
+    the kernel check every key of the machine."""
+    for line in read_proc("/proc/key-users").splitlines():
+        owner, _, counts = line.partition(b":")
+        if owner.strip() == b"%d" % uid:
+            return int(counts.split()[1].split(b"/")[0]) > 0
+    return False
 
-    Where keyctl is refused (Docker's default seccomp profile) code cannot use keyrings either.
+
+def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
+    """Empty this uid's user, user-session and persistent keyrings (and the agent's session keyring),
+    undo what code set on them, and wait until the kernel has collected every key they held (until
+    then it still lists their descriptions; with no key left over there is no wait).
+
+    When the uid owns no key at all (code never used keyrings, the usual case) there is nothing to
+    do: every keyring code held but did not own was a session keyring of its own process's
+    (:func:`new_session_keyring`), out of reach once that process is gone. Nothing is created then
+    either (asking for a uid's user or persistent keyring creates it, and the kernel keeps those).
+    Where keyctl is refused (Docker's default seccomp profile) the caller skips this: code cannot
+    use keyrings either.
     """
-    if os.uname().machine not in SYS_KEYCTL:
+    if KEYCTL_NR is None:
         return "keyrings cannot be cleared on " + os.uname().machine
+    if not owns_keys(uid):
+        return None
     try:
         probe = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_THREAD_KEYRING, 1)
     except OSError as e:
@@ -732,16 +781,19 @@ def scrub(path: str, baseline: set[str], problems: list[str]) -> None:
             remove_tree(child, st, problems)
 
 
-def clean(user: tuple[int, int], writable: list[str], baseline: set[str], deadline: float) -> str | None:
-    """Run in the cleaner: become the code's uid, remove all it left; None when all is gone, else why not.
+def clean(uid: int, writable: list[str], baseline: set[str], deadline: float, keyrings: bool) -> str | None:
+    """Run in the cleaner, as the code's uid ``uid``: remove all it left; None when all is gone, else why not.
 
     ``writable`` are the directories the code's uid could write to at start; it cannot have made
     any other writable (it owns none of them, and none of their parents), so whatever it left is in them.
+    ``keyrings``: keyctl works here (code could have used keyrings).
     """
-    uid, gid = user
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
-    problems = [p for p in (kill_everything(uid, deadline), remove_ipc(), clear_keyrings(uid, gid, deadline)) if p]
+    if os.getuid() != uid or os.geteuid() != uid:
+        return "the cleaner is not the code's user"
+    checks = [kill_everything(uid, deadline), remove_ipc()]
+    if keyrings:
+        checks.append(clear_keyrings(uid, os.getgid(), deadline))
+    problems = [p for p in checks if p]
     found: list[str] = []
     for path in writable:
         scrub(path, baseline, found)
@@ -1007,6 +1059,7 @@ class Agent:
         self.baseline: set[str] = set()  # every entry of every writable mount, before any code ran
         self.writable: list[str] = []  # the directories among them that code may write in
         self.unwipeable: str | None = "code runs as the agent's own user" if not self.user else None
+        self.keyrings = False  # keyctl works here: code may use keyrings, and each code process gets its own
 
     def take_baseline(self) -> None:
         """Record what the writable mounts hold before any code runs: a wipe removes everything else.
@@ -1034,7 +1087,8 @@ class Agent:
 
     # ------------------------------------------------------------------ children
     def child_setup(self) -> None:
-        """Runs in each child that runs code: limits, first in line for the OOM killer, the code's uid."""
+        """Runs in each child that runs code: limits, first in line for the OOM killer, a session keyring
+        of its own, the code's uid."""
         for name, value in self.rlimits.items():
             kind = getattr(resource, "RLIMIT_" + name)
             hard = resource.getrlimit(kind)[1]
@@ -1045,6 +1099,8 @@ class Agent:
                 f.write("1000")
         except OSError:
             pass
+        if self.keyrings and not new_session_keyring():  # root's, and this process's only
+            raise OSError(errno.EAGAIN, "could not give the code a session keyring of its own")
         if self.user:
             os.setgid(self.user[1])
             os.setuid(self.user[0])  # from root to another uid: every capability is dropped too
@@ -1288,19 +1344,12 @@ class Agent:
             copier.finish(time.monotonic())
 
     def op_wipe(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Back to fresh: the cleaner removes all the code's user left, then a new session is forked."""
+        """Back to fresh: a new session removes all the code's user left (the cleaner), then serves."""
         self.stop_copier()
         if self.worker is not None:
             self.worker.close()  # the cleaner kills it with the rest
             self.worker = None
         problem = self.unwipeable or self.clean(self.call_deadline(req))
-        if problem is None:
-            assert self.zygote is not None
-            self.zygote.exits.clear()
-            try:
-                self.start_worker()
-            except OSError as e:
-                problem = str(e)
         return {"clean": problem is None, "reason": problem or ""}
 
     def open_regular(self, path: str, flags: int) -> IO[bytes]:
@@ -1330,36 +1379,28 @@ class Agent:
         return None if status is None else returncode(status)
 
     def clean(self, deadline: float) -> str | None:
-        """Fork the cleaner and wait for its verdict: None when clean, else what is left."""
-        assert self.user
-        verdict_r, verdict_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                close_all_but({2, verdict_w})
-                problem = clean(self.user, self.writable, self.baseline, deadline) or ""
-            except BaseException as e:
-                problem = f"the wipe failed: {type(e).__name__}: {e}"
-            try:
-                os.write(verdict_w, problem.encode("utf-8", "replace")[:4000] or b"-")
-            finally:
-                os._exit(0)
-        os.close(verdict_w)
-        verdict = b""
+        """Fork the cleaner (the next session) and wait for its verdict: None when clean, else what is left.
+
+        An unclean or silent cleaner is killed; the sandbox is then left with no session.
+        """
+        if self.zygote is None:
+            return "no parent for Python sessions"
+        self.zygote.exits.clear()
         try:
-            while select.select([verdict_r], [], [], max(0.0, deadline + 1.0 - time.monotonic()))[0]:
-                chunk = os.read(verdict_r, 4096)
-                if not chunk:
-                    break
-                verdict += chunk
-        finally:
-            os.close(verdict_r)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)  # overdue (or already done: then a no-op on its zombie)
-            os.waitpid(pid, 0)
-        if not verdict:
-            return "the wipe did not finish in time"
-        return None if verdict == b"-" else verdict.decode("utf-8", "replace")
+            self.worker = self.zygote.spawn(clean_by=deadline)
+        except OSError as e:
+            return str(e)
+        try:
+            verdict = self.read_reply(deadline + 1.0)
+        except (OSError, ValueError) as e:
+            verdict = {"wiped": f"the cleaner's verdict is unreadable: {e}"}
+        if verdict is None:
+            problem: str | None = "the wipe did not finish in time"
+        else:
+            problem = verdict.get("wiped") if "wiped" in verdict else "the cleaner sent no verdict"
+        if problem is not None:
+            self.stop_worker({})
+        return problem
 
     def send_code(self, frame: bytes, streams: dict[int, Capture], deadline: float) -> None:
         """Write the request, reading output meanwhile so a chatty worker cannot deadlock us."""
@@ -1451,7 +1492,7 @@ def main() -> None:
         os.setgroups([])
     # No privilege gain through setuid files for anything started from here.
     checked(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl")
-    new_session_keyring()
+    agent.keyrings = new_session_keyring()
     if config.get("cores"):  # no CPU quota on this backend: the nearest thing is a few cores of its own
         os.sched_setaffinity(0, config["cores"])
     os.makedirs(agent.workdir, exist_ok=True)

@@ -76,7 +76,9 @@ def test_humaneval_reference(tmp_path: Path) -> None:
     assert set(rows) == {"agentgym docker", "agentgym local", "naive docker run --rm"}
     for row in rows.values():
         assert [r["episodes"] for r in row["runs"]] == [8, 8]
+        assert all(0 <= r["passed"] <= 8 for r in row["runs"])
         assert is_spread(row["vs_naive"]) and is_spread(row["summary"]["episodes_per_s"])
+    assert all(r["passed"] == 8 for kind in ("agentgym docker", "agentgym local") for r in rows[kind]["runs"])
     naive = rows["naive docker run --rm"]
     assert naive["vs_naive"]["median"] == 1
     assert naive["runs"][0]["cpu_s"]["containers"] > 0  # the naive containers, under the run's cgroup parent

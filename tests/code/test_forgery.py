@@ -498,3 +498,28 @@ async def test_verifier_sandboxes_are_never_lent_to_a_model(backend, monkeypatch
             await env.step(submit(target.data["prompt"] + target.data["canonical_solution"]))
             assert env.trajectory.outcome_reward == 1.0
     assert len(verifier_ids) >= 2 and model_ids.isdisjoint(verifier_ids)
+
+
+async def test_the_verifiers_pools_are_shared_and_shut_down_with_the_rest():
+    """The graders' and submissions' pools are the process's shared pools (one per role): the grader
+    goes back as it is, ready for the next verification, and ``shutdown_pools()`` destroys it."""
+    import asyncio
+
+    from agentgym.envs.code.verifier import GRADERS, SUBMISSIONS
+    from agentgym.sandboxes import pool as pool_module
+    from agentgym.sandboxes import shutdown_pools
+
+    env = CodeEnv(sandbox_backend="local")
+    target = HUMANEVAL["HumanEval/0"]
+    try:
+        report = await env.run_tests(target, target.data["prompt"] + target.data["canonical_solution"])
+        assert report.all_passed
+        pools = pool_module._shared[asyncio.get_running_loop()]
+        graders = pools["local", "python", LIMITS, GRADERS]
+        assert ("local", "python", LIMITS, SUBMISSIONS) in pools
+        kept = list(graders._ready)
+        assert kept and all([await box.is_alive() for box in kept])
+    finally:
+        await shutdown_pools()
+    assert not pool_module._shared.get(asyncio.get_running_loop())
+    assert not any([await box.is_alive() for box in kept])

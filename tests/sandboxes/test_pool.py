@@ -91,3 +91,23 @@ async def test_dead_spares_are_not_handed_out() -> None:
         await box.close()
         await pool.shutdown()
         await asyncio.gather(*(d.close() for d in dead))
+
+
+async def test_keep_takes_a_sandbox_back_as_it_is() -> None:
+    """``keep`` skips the wipe (for callers that all run the same trusted code); a stranger is destroyed."""
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=1)
+    other = SandboxPool("local", "python", SMALL, size=1, max_size=1)
+    try:
+        box = await pool.acquire()
+        await box.run_python("left = 'by the last caller'")
+        pool.keep(box)
+        again = await pool.acquire()
+        assert again is box and (await again.run_python("print(left)")).output == "by the last caller\n"
+        other.keep(again)  # not lent by ``other``: destroyed, and no longer counted as lent by ``pool``
+        await asyncio.sleep(0)
+        while other._tasks:
+            await asyncio.gather(*other._tasks)
+        assert not await again.is_alive()
+    finally:
+        await pool.shutdown()
+        await other.shutdown()
