@@ -99,7 +99,9 @@ async def test_stdio_server_inside_the_sandbox(backend):
     env = MCPEnv(servers=[SANDBOXED], tasks=[TASK], sandbox_backend=backend)
     try:
         seen = []
-        for _ in range(2):  # one server per episode, in that episode's sandbox: no state carries over
+        # One server per episode, in that episode's sandbox (a new one or a wiped one): no state carries over,
+        # so each episode's server has kept exactly one note.
+        for _ in range(2):
             await env.reset(TASK)
             assert [t.name for t in env.tools] == ["whoami", "remember", "recall", "fail", "crash"]
             step = await env.step(calls(("whoami", {}), ("remember", {"note": "n1"}), ("recall", {}), ("fail", {}),
@@ -112,7 +114,6 @@ async def test_stdio_server_inside_the_sandbox(backend):
             assert env.trajectory.turns[-1].tool_errors == ["tool_raised", "invalid_arguments"]
             await env.step(Message(role="assistant", content="5"))
         fields = [dict(kv.split("=", 1) for kv in s.split()) for s in seen]
-        assert fields[0]["host"] != fields[1]["host"] or backend == "local"  # two containers
         assert all(f["net"] in ("lo", "") for f in fields)  # no network interface but loopback
         assert all(f["cwd"] == "/work" for f in fields)
         if backend == "docker":

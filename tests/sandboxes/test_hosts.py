@@ -21,7 +21,7 @@ import pytest
 
 from agentgym.cli import main
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import SandboxPool, attach, builder, engine, hosts, reaper
+from agentgym.sandboxes import SandboxPool, attach, builder, engine, hosts, reaper, shutdown_pools
 from agentgym.sandboxes.docker import create
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.testing.dockerd import Engine, second_engine
@@ -182,6 +182,7 @@ async def test_an_ssh_endpoint_goes_through_the_ssh_command(
 async def test_a_pool_spreads_over_two_engines_by_capacity(second: Engine) -> None:
     shared = Endpoint(hosts.default().url, capacity=1)
     other = Endpoint(second.unix.url, capacity=3)
+    await shutdown_pools()  # the session's shared pools keep spares on the shared engine: counts start at 0
     assert hosts.live(shared) == hosts.live(other) == 0, "a sandbox from another test is still open"
     pool = SandboxPool("docker", "python", SMALL, size=4, hosts=[shared, other])
     await pool.fill()
@@ -300,6 +301,7 @@ def test_eval_with_docker_host_runs_its_sandboxes_there(second: Engine, tmp_path
 @pytest.mark.docker
 async def test_an_idle_spare_gives_its_place_to_a_caller(second: Engine) -> None:
     only_one = Endpoint(second.unix.url, capacity=1)
+    await shutdown_pools()
     assert hosts.live(only_one) == 0, "a sandbox from another test is still open"
     pool = SandboxPool("docker", "python", SMALL, size=1, hosts=[only_one])
     await pool.fill()  # its spare holds the one place
