@@ -123,6 +123,8 @@ async def run_tests(
 ) -> SuiteResult:
     """Run ``test_cmd`` (narrowed to ``tests`` when given) in ``cwd`` and parse its log.
 
+    No bytecode is written: a same-size edit in the same second as an earlier run (``results[1]`` to
+    ``results[0]``) would otherwise leave Python running the stale ``.pyc``.
     The command runs under the sandbox's ``timeout`` utility, so a suite that hangs is killed after
     ``timeout`` seconds and whatever it printed is still read; the sandbox call itself is allowed
     :data:`EXEC_SLACK` more as a backstop.
@@ -135,7 +137,8 @@ async def run_tests(
     command = test_command(test_cmd, tests)
     stem = f"/tmp/agentgym-tests-{uuid.uuid4().hex}"
     script = (
-        f"( timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)}; echo $? > {stem}.exit ) 2>&1"
+        f"( PYTHONDONTWRITEBYTECODE=1 timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)};"
+        f" echo $? > {stem}.exit ) 2>&1"
         f" | tail -c {LOG_BYTES} > {stem}.log"
     )
     done = await sandbox.exec(script, timeout=timeout + KILL_GRACE + EXEC_SLACK, cwd=cwd)
