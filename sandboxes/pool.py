@@ -7,9 +7,13 @@ IPC object, keyring and file of the code's user removed, checked, and a new Pyth
 and goes back to the pool; one that cannot be wiped is destroyed, and the pool makes a new one.
 
 A recycling pool counts lent sandboxes as its own: ``size`` is the population it keeps (ready,
-lent, being wiped or starting), and it keeps one spare beyond those lent, so that the caller who
-comes next gets a ready sandbox rather than waiting for the wipe of the one just closed. Each
-caller who finds none ready makes the pool keep one more (up to ``max_size``): spares follow demand.
+lent, being wiped or starting), and beyond those lent it keeps the spares that demand needs, so
+that the caller who comes next gets a ready sandbox rather than waiting for the wipe of the one
+just closed: one, plus as many as callers arrive while one wipe runs (the pool measures both, the
+wipe's duration and the gap between acquires). A caller who finds none ready and none on its way
+makes the pool keep one more (up to ``max_size``). A miss while a wipe is on its way does not: with
+episodes shorter than a wipe, growing on every miss started containers whose starts slowed the
+wipes, which caused more misses, up to the pool's ceiling.
 
 Pools are process-wide and keyed by event loop, backend, image, limits and purpose, so every env in
 a process shares them; a shared pool starts empty. Verifiers get sandboxes from pools of their own
@@ -24,6 +28,7 @@ import asyncio
 import collections
 import functools
 import logging
+import math
 import time
 import weakref
 from collections.abc import Coroutine, Sequence
@@ -42,6 +47,7 @@ MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and th
 PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
 RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
+SMOOTHING = 0.2  # weight of the newest sample in the pool's running means (wipe duration, gap between acquires)
 
 PoolKey = tuple[str, str, Limits, bool | str]  # backend, image, limits, purpose (False: models)
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, SandboxPool]] = weakref.WeakKeyDictionary()
@@ -156,6 +162,9 @@ class SandboxPool:
         self._backoff_until = 0.0
         self._failure: str | None = None
         self._closed = False
+        self._wipe_seconds = Mean()  # how long a wipe takes
+        self._acquire_gap = Mean()  # time between acquires
+        self._last_acquire: float | None = None
 
     def __repr__(self) -> str:
         return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
@@ -175,6 +184,10 @@ class SandboxPool:
             raise SandboxError("the sandbox pool is shut down")
         self._loop = asyncio.get_running_loop()
         self.backend = await resolve_backend(self.backend)
+        now = time.monotonic()
+        if self._last_acquire is not None:
+            self._acquire_gap.add(now - self._last_acquire)
+        self._last_acquire = now
         while self._ready:
             sandbox = self._ready.popleft()
             if self._fit(sandbox):
@@ -183,10 +196,12 @@ class SandboxPool:
                 return sandbox
             self._spawn(sandbox.close())
             self._refill()
-        self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
-        if self._wiping + self._starting > len(self._waiters):
+        on_its_way = self._wiping + self._starting > len(self._waiters)
+        if not (self.recycle and on_its_way):
+            self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
+        if on_its_way:
             # One is on its way back (being wiped) or starting: wait for it, not for a cold start,
-            # and start the spare that would have spared this caller the wait.
+            # and start the spares that would have spared this caller the wait.
             self._refill()
             waiting = asyncio.get_running_loop().create_future()
             self._waiters.append(waiting)
@@ -288,10 +303,13 @@ class SandboxPool:
             self._refill()
 
     async def _wipe(self, sandbox: AgentSandbox) -> None:
+        began = time.monotonic()
         try:
             fresh = None if self._closed else await sandbox.recycle()
         finally:
             self._wiping -= 1
+        if fresh is not None:
+            self._wipe_seconds.add(time.monotonic() - began)
         population = len(self._ready) + self._starting + self._wiping + self._lent
         if fresh is None or self._closed or population >= self.max_size or not self._fit(fresh):
             await (fresh or sandbox).destroy()
@@ -305,10 +323,19 @@ class SandboxPool:
         async with self._gate:
             return await start(self.backend, self.image, self.limits, self.hosts, spare=spare)
 
+    def spares(self) -> int:
+        """Spares a recycling pool keeps beyond those lent: one, plus the callers expected while a wipe runs.
+
+        Never more than one per lent sandbox: a caller who finds none ready was lent one before.
+        """
+        wipe, gap = self._wipe_seconds.value, self._acquire_gap.value
+        during_a_wipe = math.ceil(wipe / gap) if wipe and gap else 0
+        return 1 + min(during_a_wipe, self._lent + self._cold)
+
     def _refill(self) -> None:
         # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep,
-        # and one spare beyond the lent ones keeps the next caller from waiting for a wipe.
-        target = max(self.size, self._lent + self._cold + 1) if self.recycle else self.size
+        # and spares beyond the lent ones keep the next callers from waiting for a wipe.
+        target = max(self.size, self._lent + self._cold + self.spares()) if self.recycle else self.size
         population = len(self._ready) + self._starting + self._wiping + self._lent + self._cold
         missing = min(target, self.max_size) - population
         if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
@@ -348,6 +375,18 @@ class SandboxPool:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+class Mean:
+    """A running mean that follows change: each sample weighs :data:`SMOOTHING`, the past the rest."""
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self._seen = False
+
+    def add(self, sample: float) -> None:
+        self.value = sample if not self._seen else SMOOTHING * sample + (1 - SMOOTHING) * self.value
+        self._seen = True
 
 
 class SandboxProvider(Protocol):

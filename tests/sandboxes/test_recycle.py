@@ -205,3 +205,21 @@ async def test_a_verifier_sandbox_from_a_provider_is_destroyed_on_close() -> Non
         assert box.id not in {spare.id for spare in pool._ready}
     finally:
         await pool.shutdown()
+
+
+async def test_episodes_shorter_than_a_wipe_do_not_grow_the_pool_to_its_ceiling() -> None:
+    # A session that closes and acquires faster than a wipe runs misses a ready sandbox now and then;
+    # growing on each such miss started sandboxes whose starts slowed the wipes, up to max_size.
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=16)
+    population = []
+    try:
+        await pool.fill()
+        for _ in range(40):
+            box = await pool.acquire()
+            assert (await box.run_python("print(1)")).output == "1\n"
+            await box.close()
+            population.append(pool.ready + pool._starting + pool._wiping + pool._lent)
+        assert pool.size == 1
+        assert max(population) <= 3, population  # one lent, and at most one spare per lent one beyond the first
+    finally:
+        await pool.shutdown()
