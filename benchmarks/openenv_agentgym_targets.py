@@ -14,10 +14,11 @@ Targets (one ``agentgym.make("code", sandbox_backend=BACKEND)`` per session, as 
   agentgym-local    the same on the local backend (a bubblewrap jail + agent per sandbox, no Docker).
 
 ``open()`` first has ``2 * n`` sandboxes ready in the shared pool (``warm_up``, as the docs advise before
-a timed run), then plays two episodes per session before the harness's own warm-up, so the pool has
-settled before the harness fixes the list of what it meters: with a spare per session, a reset that
-finds none ready (which would grow the pool by an unmetered sandbox) is unlikely even on a loaded
-machine. Idle spares cost no CPU; they count in the memory per session.
+a timed run), then plays episodes in every session for at least 3 s (and two each) before the harness's own warm-up,
+so the pool has settled before the harness fixes the list of what it meters: the pool sizes its
+spares from the wipe time and acquire rate it measures, and any spare it decides to add starts
+within those seconds rather than unmetered in the measured phase. Idle spares cost no CPU; they
+count in the memory per session.
 
 Accounting (read by the harness once the warm-up is over): ``containers()`` lists the containers
 agentgym started from this process (its own label ``agentgym.owner_pid=<pid>``), so their cgroups
@@ -33,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from typing import Any
 
 from bench import Target, log  # the harness's folder is on sys.path when it loads this file
@@ -40,6 +42,7 @@ from bench import Target, log  # the harness's folder is on sys.path when it loa
 OWNER_LABEL = "agentgym.owner_pid"
 NO_TRUNCATION = 10**9  # the harness decides where an episode ends, never the env's turn limit
 SETTLING_EPISODES = 2
+SETTLING_SECONDS = 3.0  # and at least this long: the spares the pool sizes from demand have started by then
 
 
 def _own_containers() -> dict[str, Any]:
@@ -89,8 +92,12 @@ class AgentgymTarget(Target):
         self.envs = [agentgym.make("code", sandbox_backend=self.backend, max_turns=NO_TRUNCATION) for _ in range(n)]
         self.task = self.envs[0].tasks()[0]
 
+        settled_at = time.monotonic() + SETTLING_SECONDS
+
         async def settle(i: int) -> None:
-            for _ in range(SETTLING_EPISODES):
+            played = 0
+            while played < SETTLING_EPISODES or time.monotonic() < settled_at:
+                played += 1
                 await self.reset(i)
                 for _ in range(self.args.steps):
                     await self.step(i, "print(1)")
