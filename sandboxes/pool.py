@@ -128,8 +128,9 @@ class SandboxPool:
         image: Recipe name or image reference (Docker only; the local backend uses the host's python).
         limits: Limits for every sandbox of the pool.
         size: Sandboxes to keep: with ``recycle``, the whole population (ready, lent, being wiped,
-            starting), at least one more than are lent; without, spares ready beyond those lent.
-            Grows by one each time a caller finds none ready.
+            starting), at least the lent ones plus :meth:`spares`; without, spares ready beyond
+            those lent. Grows by one each time a caller finds none ready (with ``recycle``: and
+            none on its way back from a wipe).
         max_size: The most ``size`` may grow to, and the most sandboxes a recycling pool keeps
             (default: ``size``).
         recycle: Wipe and reuse closed sandboxes (see above); ``False`` destroys each one after a
