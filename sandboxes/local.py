@@ -17,8 +17,8 @@ directory (relative paths), never at fixed absolute paths.
 Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the agent puts
 rlimits on everything it starts (address space, CPU, file size, processes, open files, no core
 dumps, no POSIX message queues). RLIMIT_NPROC counts processes per uid and does not bind root, so
-when agentgym runs as root each sandbox's code runs as its own unused uid, which makes the process
-cap per sandbox; the agent then stays root with (in bubblewrap) only the capabilities to switch
+when agentgym runs as root each sandbox's code runs as its own unused uid (:func:`pick_uid`), which
+makes the process cap per sandbox; the agent then stays root with (in bubblewrap) only the capabilities to switch
 user and to signal, so code cannot kill it (as on Docker), and the sandbox can be wiped and reused.
 Run as another user, everything in the jail shares one uid and each sandbox is used once.
 Each sandbox is pinned to ``ceil(cpus)`` cores, taken in turn from the cores agentgym may use.
@@ -27,6 +27,7 @@ Each sandbox is pinned to ``ceil(cpus)`` cores, taken in turn from the cores age
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
@@ -83,6 +84,45 @@ class LocalSandbox(AgentSandbox):
         return await fork.start_all(n, lambda: create(self.limits))
 
 
+_uids_taken: set[int] = set()  # uids of this process's sandboxes, from their start until they are destroyed
+
+
+def pick_uid() -> int:
+    """A uid for a new sandbox's code: in :data:`UID_RANGE`, and free.
+
+    Free means: no sandbox of this process has it (two sandboxes under one uid would kill each
+    other's processes when either is wiped or destroyed), no process on the machine runs as it
+    (a sandbox of another agentgym process), and it owns no key in the kernel: code can put keys in
+    its uid's persistent keyring, which outlives the sandbox (three days by default) when the
+    sandbox is destroyed rather than wiped, and the next code under that uid could read them.
+    """
+    taken = _uids_taken | uids_running() | uids_with_keys()
+    while True:
+        uid = random.randrange(*UID_RANGE)
+        if uid not in taken:
+            _uids_taken.add(uid)
+            return uid
+
+
+def uids_running() -> set[int]:
+    """The uids of every process on the machine (the owners of the /proc/PID directories)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(FileNotFoundError):
+                found.add(os.stat(f"/proc/{entry}").st_uid)
+    return found
+
+
+def uids_with_keys() -> set[int]:
+    """The uids the kernel keeps keys for (``/proc/key-users``), empty where keyrings are unavailable."""
+    try:
+        with open("/proc/key-users", encoding="ascii") as f:
+            return {int(line.split(":", 1)[0]) for line in f if ":" in line}
+    except OSError:
+        return set()
+
+
 def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -95,6 +135,8 @@ def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None
         if uid is None or not kill_uid(uid):
             break
         time.sleep(0.005)
+    if uid is not None:
+        _uids_taken.discard(uid)
     if workdir is not None:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -110,7 +152,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         raise SandboxError("Limits(writable_root=True) needs the docker backend: a local sandbox has no root "
                            "filesystem of its own to write")
     python = interpreter()
-    uid = random.randrange(*UID_RANGE) if os.geteuid() == 0 else None
+    uid = pick_uid() if os.geteuid() == 0 else None
     rlimits = {
         "AS": limits.memory_mb << 20,
         "CPU": math.ceil(limits.wall_seconds * max(1.0, limits.cpus)),
@@ -159,6 +201,8 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     except OSError as e:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+        if uid is not None:
+            _uids_taken.discard(uid)
         raise SandboxError(f"could not start the local sandbox agent: {e}") from e
     loop = asyncio.get_running_loop()
     assert proc.stdin is not None and proc.stdout is not None

@@ -143,3 +143,42 @@ def living_processes(uid: int) -> list[str]:
         if state != "Z":
             found.append(pid)
     return found
+
+
+def _persistent_keyring_of(uid: int) -> int:
+    """Have the kernel make ``uid``'s persistent keyring (as code under that uid could), linked to our thread's."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    number = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+    if number is None:
+        pytest.skip("keyctl's number is unknown on " + os.uname().machine)
+    ring = libc.syscall(number, 22, ctypes.c_long(uid), ctypes.c_long(-1))  # KEYCTL_GET_PERSISTENT into @t
+    if ring < 0:
+        pytest.skip(f"keyrings are unavailable here (errno {ctypes.get_errno()})")
+    return int(ring)
+
+
+async def test_a_new_sandbox_never_gets_a_uid_in_use_or_one_that_owns_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Keys outlive a sandbox that is destroyed unwiped (a persistent keyring lasts three days), and two
+    # live sandboxes under one uid would kill each other's processes: neither uid may be handed out.
+    if os.geteuid() != 0:
+        pytest.skip("per-sandbox uids need root")
+    keyed, low = local.UID_RANGE[0], local.UID_RANGE[0] + 1
+    _persistent_keyring_of(keyed)
+    assert keyed in local.uids_with_keys()
+    first = await local.create(SMALL)
+    try:
+        assert first._uid is not None
+        picks = iter([keyed, first._uid, os.getuid(), low])
+        monkeypatch.setattr(local.random, "randrange", lambda *_: next(picks))
+        second = await local.create(SMALL)
+        try:
+            assert second._uid == low
+            assert (await second.run_python("import os; print(os.getuid())")).output == f"{low}\n"
+        finally:
+            await second.close()
+        assert low not in local._uids_taken
+    finally:
+        await first.close()
