@@ -38,12 +38,16 @@ Five kinds of process, so that no user code ever runs where it could reach anyth
 - A wipe's **cleaner** is the next worker, before it takes any code: forked by the zygote like any
   session and already the code's uid (so it removes exactly what that uid may remove), it kills every
   other process of the uid with one ``kill(-1)`` and waits for each to end on its pidfd, removes
-  SysV IPC objects, clears the uid's keyrings if it owns any key, and deletes everything that was
+  SysV IPC objects, and deletes everything that was
   not there at start from every writable mount (found in ``/proc/self/mountinfo`` when the agent
   started, not from a fixed list); it sends its verdict as its first reply, then serves as the
   fresh session. Anything it cannot remove makes the wipe unclean (and the agent kills it).
   One fork per wipe, from the small zygote, rather than a cleaner forked from the agent and then a
   session.
+
+Code cannot use kernel keyrings: every process that runs code gets a seccomp filter under which
+``add_key``, ``request_key`` and ``keyctl`` fail with EPERM (as Docker's default profile does), so
+code can leave nothing there for a wipe to find (a uid's persistent keyring outlives its processes).
 
 The agent itself never runs user code: commands and the Python session are child processes whose
 output it reads through pipes, keeping at most ``output_bytes`` of each stream and draining (and
@@ -107,11 +111,16 @@ MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noa
                "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 PR_SET_NO_NEW_PRIVS = 38
 IPC_RMID = 0
-KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_DESCRIBE, KEYCTL_CLEAR = 0, 1, 5, 6, 7
-KEYCTL_LINK, KEYCTL_UNLINK, KEYCTL_SET_TIMEOUT, KEYCTL_GET_PERSISTENT = 8, 9, 15, 22
-KEY_SPEC_THREAD_KEYRING, KEY_SPEC_SESSION_KEYRING = -1, -3
-KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
-USER_KEYRING_PERM = 0x1F3F0000  # what the kernel gives a new user keyring
+KEYCTL_JOIN_SESSION_KEYRING = 1
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+BPF_LD_W_ABS, BPF_ALU_AND_K, BPF_JMP_JEQ_K, BPF_RET_K = 0x20, 0x54, 0x15, 0x06
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+# The keyring system calls (add_key, request_key, keyctl) of every ABI a machine runs: (audit arch,
+# mask applied to the call's number, the three numbers). x32 calls are x86-64's numbers with bit 30 set.
+KEYRING_CALLS = {
+    "x86_64": ((0xC000003E, 0xBFFFFFFF, (248, 249, 250)), (0x40000003, 0xFFFFFFFF, (286, 287, 288))),
+    "aarch64": ((0xC00000B7, 0xFFFFFFFF, (217, 218, 219)), (0x40000028, 0xFFFFFFFF, (309, 310, 311))),
+}
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "i686": 288, "i386": 288, "armv7l": 311,
               "ppc64le": 271, "ppc64": 271, "s390x": 280}
 KEYCTL_NR = SYS_KEYCTL.get(os.uname().machine)  # None where its number is unknown
@@ -209,17 +218,53 @@ def new_session_keyring() -> bool:
     """Join a new, empty session keyring; False where keyctl is refused (Docker's default seccomp
     profile), so that code cannot use keyrings at all.
 
-    The agent joins one at start, since the one inherited is the host's (code would reach the keys
-    of whoever started agentgym), and so does every process that runs code, before it takes the
-    code's uid: each gets a root-owned keyring of its own, which nothing after it can reach, rather
-    than one shared with the agent and every later session. So code can leave keys behind only
-    under its own uid, where :func:`owns_keys` sees them.
+    The agent joins one at start, since the one inherited is the host's: it holds the keys of
+    whoever started agentgym, and nothing the agent starts should hold it. Code is then kept from
+    keyrings altogether (:func:`keyring_filter`); only where that filter cannot be made does each
+    process that runs code join a root-owned keyring of its own as well.
     """
     try:
         keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
     except OSError:
         return False
     return True
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint32)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+
+def keyring_filter(machine: str) -> list[tuple[int, int, int, int]] | None:
+    """A seccomp program (BPF instructions) under which the keyring calls fail with EPERM and all
+    else is allowed; None on a machine whose call numbers are not in :data:`KEYRING_CALLS`.
+
+    Per ABI, one block: load the arch; if it is not this ABI's, jump to the next block; load the
+    call's number, mask it, and jump to the final EPERM if it is one of the three; else allow.
+    """
+    abis = KEYRING_CALLS.get(machine)
+    if abis is None:
+        return None
+    block = 8  # instructions per ABI
+    deny = block * len(abis) + 1  # after every block and one "allow" for any other ABI
+    program: list[tuple[int, int, int, int]] = []
+    for arch, mask, numbers in abis:
+        program += [(BPF_LD_W_ABS, 0, 0, 4), (BPF_JMP_JEQ_K, 0, block - 2, arch),
+                    (BPF_LD_W_ABS, 0, 0, 0), (BPF_ALU_AND_K, 0, 0, mask)]
+        for number in numbers:
+            program.append((BPF_JMP_JEQ_K, deny - len(program) - 1, 0, number))
+        program.append((BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    return [*program, (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
+
+
+def deny_keyrings(program: list[tuple[int, int, int, int]]) -> None:
+    """Install :func:`keyring_filter`'s program on this process and all it starts (needs no_new_privs)."""
+    instructions = (SockFilter * len(program))(*(SockFilter(*insn) for insn in program))
+    fprog = SockFprog(len(program), instructions)
+    checked(libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 # ---------------------------------------------------------------------- the jail without bubblewrap
@@ -513,7 +558,7 @@ def fork_session(agent: Agent, sock: socket.socket, clean_by: float | None) -> N
             if clean_by is not None:
                 assert agent.user is not None  # the agent wipes only when code runs as a user of its own
                 try:
-                    problem = clean(agent.user[0], agent.writable, agent.baseline, clean_by, agent.keyrings)
+                    problem = clean(agent.user[0], agent.writable, agent.baseline, clean_by)
                 except BaseException as e:
                     problem = f"the wipe failed: {type(e).__name__}: {e}"
                 send_reply(reply_w, {"wiped": problem})
@@ -654,92 +699,6 @@ def remove_ipc() -> str | None:
     return f"IPC objects left: {left[:10]}" if left else None
 
 
-def reset_keyring(ring: int, probe: int, owned: bool, gid: int) -> str | None:
-    """Empty a keyring and undo what code may have set on it, or say what cannot be undone.
-
-    ``owned``: the keyring belongs to the code's uid (its user keyrings), which may then also have
-    changed its permissions and group; otherwise it is the agent's session keyring, which code
-    holds (and may fill, or put a timeout on) but does not own. ``probe`` is a keyring of ours,
-    linked and unlinked to find a restriction on what may be linked, which cannot be undone.
-    """
-    if owned:
-        keyctl(KEYCTL_SETPERM, ring, USER_KEYRING_PERM)  # fails if code took its own right to change it
-    keyctl(KEYCTL_SET_TIMEOUT, ring, 0)
-    keyctl(KEYCTL_CLEAR, ring)
-    try:
-        keyctl(KEYCTL_LINK, probe, ring)
-    except OSError as e:
-        return f"keyring {ring} is restricted ({e.strerror})"
-    keyctl(KEYCTL_UNLINK, probe, ring)
-    if owned:
-        description = ctypes.create_string_buffer(512)
-        keyctl(KEYCTL_DESCRIBE, ring, ctypes.addressof(description), ctypes.sizeof(description))
-        if int(description.value.split(b";")[2]) == gid:  # a new one's group is none (the owner may set its own)
-            return f"keyring {ring} was given the code's group"
-    return None
-
-
-def stray_keys(uid: int) -> list[str]:
-    """Keys of ``uid`` the kernel still lists, but for its own (empty) standard keyrings and our thread keyring."""
-    mine = (*(b"%s.%d: empty" % (name, uid) for name in (b"_uid", b"_uid_ses", b"_persistent")), b"_tid: ")
-    lines = read_proc("/proc/keys").splitlines()
-    stray = [line for line in lines if int(line.split()[5]) == uid and not line.split(None, 8)[8].startswith(mine)]
-    return [line.decode("utf-8", "replace") for line in stray]
-
-
-def owns_keys(uid: int) -> bool:
-    """Whether any key of ``uid`` exists, keyrings included (its ``nkeys`` in /proc/key-users, which
-    counts a key until the kernel has collected it). One short read, where /proc/keys would make
-    the kernel check every key of the machine."""
-    for line in read_proc("/proc/key-users").splitlines():
-        owner, _, counts = line.partition(b":")
-        if owner.strip() == b"%d" % uid:
-            return int(counts.split()[1].split(b"/")[0]) > 0
-    return False
-
-
-def clear_keyrings(uid: int, gid: int, deadline: float) -> str | None:
-    """Empty this uid's user, user-session and persistent keyrings (and the agent's session keyring),
-    undo what code set on them, and wait until the kernel has collected every key they held (until
-    then it still lists their descriptions; with no key left over there is no wait).
-
-    When the uid owns no key at all (code never used keyrings, the usual case) there is nothing to
-    do: every keyring code held but did not own was a session keyring of its own process's
-    (:func:`new_session_keyring`), out of reach once that process is gone. Nothing is created then
-    either (asking for a uid's user or persistent keyring creates it, and the kernel keeps those).
-    Where keyctl is refused (Docker's default seccomp profile) the caller skips this: code cannot
-    use keyrings either.
-    """
-    if KEYCTL_NR is None:
-        return "keyrings cannot be cleared on " + os.uname().machine
-    if not owns_keys(uid):
-        return None
-    try:
-        probe = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_THREAD_KEYRING, 1)
-    except OSError as e:
-        return None if e.errno in (errno.EPERM, errno.ENOSYS) else f"keyrings: {e.strerror}"
-    try:
-        try:
-            keyctl(KEYCTL_CLEAR, keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_THREAD_KEYRING))
-        except OSError as e:
-            if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS):
-                raise
-        session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1)
-        user = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 1)
-        user_session = keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 1)
-        problem = (reset_keyring(session, probe, False, gid) or reset_keyring(user, probe, True, gid)
-                   or reset_keyring(user_session, probe, True, gid))
-        if problem:
-            return problem
-    except OSError as e:
-        return f"keyrings: {e.strerror}"
-    while stray_keys(uid):  # unlinked keys are collected by a kernel worker within moments
-        if time.monotonic() >= deadline:
-            return f"keys left: {stray_keys(uid)[:3]}"
-        time.sleep(0.0005)
-    return None
-
-
 def writable_by(st: os.stat_result, uid: int, gid: int) -> bool:
     if st.st_uid == uid:
         return bool(st.st_mode & stat.S_IWUSR)
@@ -781,19 +740,15 @@ def scrub(path: str, baseline: set[str], problems: list[str]) -> None:
             remove_tree(child, st, problems)
 
 
-def clean(uid: int, writable: list[str], baseline: set[str], deadline: float, keyrings: bool) -> str | None:
+def clean(uid: int, writable: list[str], baseline: set[str], deadline: float) -> str | None:
     """Run in the cleaner, as the code's uid ``uid``: remove all it left; None when all is gone, else why not.
 
     ``writable`` are the directories the code's uid could write to at start; it cannot have made
     any other writable (it owns none of them, and none of their parents), so whatever it left is in them.
-    ``keyrings``: keyctl works here (code could have used keyrings).
     """
     if os.getuid() != uid or os.geteuid() != uid:
         return "the cleaner is not the code's user"
-    checks = [kill_everything(uid, deadline), remove_ipc()]
-    if keyrings:
-        checks.append(clear_keyrings(uid, os.getgid(), deadline))
-    problems = [p for p in checks if p]
+    problems = [p for p in (kill_everything(uid, deadline), remove_ipc()) if p]
     found: list[str] = []
     for path in writable:
         scrub(path, baseline, found)
@@ -1059,7 +1014,8 @@ class Agent:
         self.baseline: set[str] = set()  # every entry of every writable mount, before any code ran
         self.writable: list[str] = []  # the directories among them that code may write in
         self.unwipeable: str | None = "code runs as the agent's own user" if not self.user else None
-        self.keyrings = False  # keyctl works here: code may use keyrings, and each code process gets its own
+        self.keyrings = False  # keyctl works here (the agent joined a session keyring of its own)
+        self.keyring_filter = keyring_filter(os.uname().machine)  # what keeps code from keyrings
 
     def take_baseline(self) -> None:
         """Record what the writable mounts hold before any code runs: a wipe removes everything else.
@@ -1087,8 +1043,8 @@ class Agent:
 
     # ------------------------------------------------------------------ children
     def child_setup(self) -> None:
-        """Runs in each child that runs code: limits, first in line for the OOM killer, a session keyring
-        of its own, the code's uid."""
+        """Runs in each child that runs code: limits, first in line for the OOM killer, no keyrings
+        (or, where they cannot be denied, a session keyring of its own), the code's uid."""
         for name, value in self.rlimits.items():
             kind = getattr(resource, "RLIMIT_" + name)
             hard = resource.getrlimit(kind)[1]
@@ -1099,7 +1055,9 @@ class Agent:
                 f.write("1000")
         except OSError:
             pass
-        if self.keyrings and not new_session_keyring():  # root's, and this process's only
+        if self.keyring_filter is not None:
+            deny_keyrings(self.keyring_filter)
+        elif self.keyrings and not new_session_keyring():  # root's, and this process's only
             raise OSError(errno.EAGAIN, "could not give the code a session keyring of its own")
         if self.user:
             os.setgid(self.user[1])
@@ -1493,6 +1451,9 @@ def main() -> None:
     # No privilege gain through setuid files for anything started from here.
     checked(libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl")
     agent.keyrings = new_session_keyring()
+    if agent.keyrings and agent.keyring_filter is None and agent.unwipeable is None:
+        # Code could leave keys under its uid (its persistent keyring outlives it) that no wipe clears.
+        agent.unwipeable = "code can use keyrings on " + os.uname().machine
     if config.get("cores"):  # no CPU quota on this backend: the nearest thing is a few cores of its own
         os.sched_setaffinity(0, config["cores"])
     os.makedirs(agent.workdir, exist_ok=True)
