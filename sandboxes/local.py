@@ -92,9 +92,10 @@ def pick_uid() -> int:
 
     Free means: no sandbox of this process has it (two sandboxes under one uid would kill each
     other's processes when either is wiped or destroyed), no process on the machine runs as it
-    (a sandbox of another agentgym process), and it owns no key in the kernel: code can put keys in
-    its uid's persistent keyring, which outlives the sandbox (three days by default) when the
-    sandbox is destroyed rather than wiped, and the next code under that uid could read them.
+    (a sandbox of another agentgym process), and it owns no key in the kernel: a uid's persistent
+    keyring outlives its processes (three days by default), and the next code under that uid could
+    read what an earlier user of it left there (code gets no keyrings where the agent's seccomp
+    filter is made, but anything else on the machine, or an older agentgym, may have used that uid).
     """
     taken = _uids_taken | uids_running() | uids_with_keys()
     while True:
