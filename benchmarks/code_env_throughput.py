@@ -2,9 +2,11 @@
 
 Every session is ``agentgym.make("code", sandbox_backend=BACKEND)`` (the default shared warm pool) and plays
 episodes of ``env.reset(task)`` followed by ``--steps`` steps, each an assistant message with one
-``python`` tool call running ``print(1)`` (the observation is checked). After one unmeasured warm-up
-episode per session, each repeat is a window of at least ``--seconds`` in which every session plays
-whole episodes back to back; the window ends when the last session finishes its episode.
+``python`` tool call running ``print(1)`` (the observation is checked). The pools start empty, as a
+user's do; after unmeasured warm-up episodes (one per session, and on for ``--warmup`` seconds, while
+the shared pool sizes its spares from the demand it sees: a run's first seconds are a cold start,
+which ``pool_acquire.py`` measures), each repeat is a window of at least ``--seconds`` in which every
+session plays whole episodes back to back; the window ends when the last session finishes its episode.
 
 Per window: reset p50/p95, step p50/p95 (and the first step after a reset), steps/s, and steps per
 CPU-second counting only this run's own work: this process, its child processes (local sandboxes)
@@ -156,8 +158,14 @@ async def memory(backend: str, envs: list[agentgym.Env]) -> dict[str, Any]:
 async def level(backend: str, sessions: int, args: argparse.Namespace) -> dict[str, Any]:
     envs = [agentgym.make("code", sandbox_backend=backend, max_turns=NO_TRUNCATION) for _ in range(sessions)]
     try:
-        warm = Timings()
-        await asyncio.gather(*(episode(env, args.steps, warm) for env in envs))
+        warm, settled_at = Timings(), time.monotonic() + args.warmup
+
+        async def settle(env: agentgym.Env) -> None:  # one episode each, and on until the pool has settled
+            await episode(env, args.steps, warm)
+            while time.monotonic() < settled_at:
+                await episode(env, args.steps, warm)
+
+        await asyncio.gather(*(settle(env) for env in envs))
         episodes, step_only = [], []
         for _ in range(args.repeat):
             episodes.append(await episodes_run(envs, args.steps, args.seconds))
@@ -197,11 +205,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps per episode")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured window at least")
     parser.add_argument("--repeat", type=int, default=5, help="measured windows per level; medians are reported")
+    parser.add_argument("--warmup", type=float, default=3.0,
+                        help="unmeasured seconds of episodes first (the pool sizes its spares from demand meanwhile)")
     parser.add_argument("--quick", action="store_true", help="smoke test: 1 and 2 sessions, 2 short windows")
     parser.add_argument("--out", type=Path, default=results_path("code_env_throughput"))
     args = parser.parse_args()
     if args.quick:
-        args.sessions, args.steps, args.seconds, args.repeat = [1, 2], 3, 0.3, 2
+        args.sessions, args.steps, args.seconds, args.repeat, args.warmup = [1, 2], 3, 0.3, 2, 0.0
     info = run_info()
     rows = []
     for backend in args.backend:
