@@ -58,6 +58,7 @@ IDLE_POINT = (5, 205)  # a click on empty space in the task: the episode goes on
 READ = "[WOB_REWARD_GLOBAL, WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL]"
 START_EPISODE = """(seed) => { Math.seedrandom(seed); core.setDataMode('train'); core.startEpisodeReal(); }"""
 CHROMEDRIVER = "/usr/bin/chromedriver"
+SELENIUM_CHROMIUM = "/usr/bin/chromium"  # chromedriver drives the full browser
 
 
 def html_dir() -> Path:
@@ -199,7 +200,7 @@ async def _start_and_close(backend: str) -> None:
 
 def selenium_run(samples: int) -> dict[str, Any]:
     """miniwob's own env: Selenium + chromedriver + the host's Chromium, headless."""
-    os.environ.setdefault("MINIWOB_CHROME_BINARY", launch.LOCAL_CHROMIUM)
+    os.environ.setdefault("MINIWOB_CHROME_BINARY", SELENIUM_CHROMIUM)
     os.environ.setdefault("MINIWOB_CHROMEDRIVER", CHROMEDRIVER)
     from miniwob.action import ActionTypes
     from miniwob.environment import MiniWoBEnvironment
