@@ -161,7 +161,7 @@ _lenders: weakref.WeakKeyDictionary[BrowserSandbox, BrowserPool] = weakref.WeakK
 
 async def acquire_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
                           frames: Frames = "free") -> BrowserSandbox:
-    """A browser from this process's warm pool for ``(backend, limits, frames)``; give it back with :func:`release_browser`.
+    """A browser from this process's warm pool for its arguments; give it back with :func:`release_browser`.
 
     Args:
         backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
