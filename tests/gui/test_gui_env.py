@@ -74,8 +74,9 @@ async def test_repeated_resets_start_in_a_prepared_page_with_nothing_of_the_last
             page = env._page.page
             assert await page.evaluate("[localStorage.getItem('seen'), document.cookie]") == [None, ""]
             await page.evaluate("localStorage.setItem('seen', '1'); document.cookie = 'seen=1'")
-        # the first two resets on this browser load the page; from the second on, the next is prepared
-        assert prepared == [False, False, True, True]
+        # a browser's first two episodes of a task load its page (unless the shared pool's browser played
+        # it just before); from the second on, the next one is prepared
+        assert prepared[2:] == [True, True]
         assert instructions[0] == instructions[2] != instructions[1]  # a prepared page is seeded the same
 
         async def broken(context):
