@@ -7,12 +7,13 @@ serves the pages stands between a page and the host's network). The browser is r
 episodes and given back when the env closes. It draws frames on demand (``frames="on_demand"``): a
 screenshot is a frame drawn for it, a few milliseconds.
 
-A reset does not wait for a page to load when it can help it: once a browser has played the same
-task twice in a row (GRPO plays each task many times), every reset on it starts preparing, in the
-background, the next episode's context with that task's page loaded, and the next reset of that
-task only starts its seeded episode there. The prepared context is new: nothing of an earlier
-episode, and no model, has touched it. A reset of another task, or one whose preparation failed,
-loads its page as usual.
+A reset does not wait for a page to load when it can help it: every reset starts preparing, in the
+background, the next episode's context with the same task's page loaded (GRPO and evaluations play
+each task many times), and the next reset of that task on that browser only starts its seeded
+episode there. The prepared context is new: nothing of an earlier episode, and no model, has
+touched it. A reset of another task, or one whose preparation failed, loads its page as usual; after
+a preparation went to waste (the next task on the browser was another), the browser prepares again
+only once it plays a task twice in a row, so interleaved tasks do not load every page twice.
 
 The model sees, after every turn, one ``user`` message: the page as a screenshot (an OpenAI
 ``image_url`` part, a PNG ``data:`` URI), as compact DOM text with element refs, or both
@@ -134,7 +135,7 @@ class GUIEnv(Env):
                 instruction = await self._start(await open_task(browser, context, name), seed, fallback=False)
         except Exception as e:
             raise await self._crash_or(e) from e
-        if prepared is not None or repeated:
+        if prepared is not None or repeated or not browser.missed:
             browser.prepare(name, lambda context: open_task(browser, context, name), viewport=VIEWPORT)
         self.trajectory.info.update(miniwob_task=name, miniwob_seed=seed, instruction=instruction,
                                     reset_seconds=time.monotonic() - started, page_prepared=prepared is not None)

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PING_TIMEOUT = 5.0
+CLOSE_TIMEOUT = 10.0
+
 
 @dataclass(frozen=True)
 class Spare:
@@ -46,9 +49,6 @@ class Spare:
     key: str
     task: asyncio.Task[tuple[BrowserContext, Any]]
     made: list[BrowserContext]
-
-PING_TIMEOUT = 5.0
-CLOSE_TIMEOUT = 10.0
 
 
 class BrowserSandbox:
@@ -64,6 +64,7 @@ class BrowserSandbox:
         lost: Why the browser went away without :meth:`close`, or None while it has not.
         on_demand: Whether the browser draws frames only when asked (see :meth:`frames`).
         last_key: The key :meth:`take_prepared` was last asked for (what the last episode was).
+        missed: Whether the last spare :meth:`take_prepared` found was prepared for another key (wasted).
     """
 
     def __init__(self, id: str, backend: str, browser: Browser, limits: BrowserLimits, *,
@@ -82,6 +83,7 @@ class BrowserSandbox:
         self._cleanup: set[asyncio.Future[None]] = set()
         self._frames: weakref.WeakKeyDictionary[Page, PageFrames] = weakref.WeakKeyDictionary()
         self.last_key: str | None = None
+        self.missed = False
         self._spare: Spare | None = None
         self._finalizer = weakref.finalize(self, _remove_quietly, container) if container else None
         browser.on("disconnected", lambda _: self._on_disconnected())
@@ -160,7 +162,8 @@ class BrowserSandbox:
         spare, self._spare = self._spare, None
         if spare is None:
             return None
-        if spare.key != key:
+        self.missed = spare.key != key
+        if self.missed:
             await _discard(spare.task)
             return None
         try:
