@@ -44,8 +44,10 @@ ON_DEMAND_ARGS = ("--enable-begin-frame-control", "--run-all-compositor-stages-b
 """The headless shell's switches for frames on demand: frames only when asked, each one complete
 (all of the page rastered, images decoded, new content drawn at once rather than after a timeout).
 They are the part of ``--deterministic-mode`` these pages need, without its main-thread-only animations."""
-PUMP_SECONDS = 0.003
-"""How long an action may be pending before :meth:`PageFrames.run` draws a frame for it."""
+PUMP_SECONDS = 0.010
+"""How long an action may be pending before :meth:`PageFrames.run` draws a frame for it: longer than a
+click takes without one (2-4 ms over the docker pipe), so a click draws none; a mouse move or wheel
+event that waits for a frame gets one after this long."""
 SCREENSHOT = {"screenshot": {"format": "png", "optimizeForSpeed": True}}
 
 
