@@ -16,9 +16,10 @@ repeated runs, on a browser that draws frames on demand (``frames="on_demand"``,
   local: PSS of Chromium's processes);
 - ``env_*``: whole GUI env episodes, what a user pays: ``GUIEnv(observation="both")`` (screenshot
   and DOM text every turn), ``env_reset_ms`` a reset of the task just played (its page prepared in
-  the background), ``env_reset_cold_ms`` one of another task (its page loaded then),
+  the background), ``env_reset_cold_ms`` one after another task (its page loaded then),
   ``env_step_ms`` a ``click`` tool call with its observation, ``env_episode_ms`` a reset and
-  ``--env-steps`` steps.
+  ``--env-steps`` steps; back to back (an instant policy: the next page is prepared while the steps
+  run), and ``*_think_ms`` with 0.5 s after each reset (a model reading the page; not counted).
 
 Selenium (``miniwob.envs``, ``MiniWoBEnvironment`` with Debian's chromedriver): start (env + first
 reset), ``env.reset(seed)``, and ``env.step(click)`` with screenshots off and on (its step also
@@ -66,6 +67,7 @@ from agentgym.types import ToolCall, assistant
 RESULTS = results_path("gui_browser")
 TASK = "click-test"
 OTHER_TASK = "click-button"  # what the env plays between two cold resets of TASK
+THINK_SECONDS = 0.5  # a model's time on the opening page, in the env episodes "with think time"
 CLIP = {"x": 0, "y": 0, "width": 160, "height": 210}  # the task area, instruction bar and 160x160 field
 IDLE_POINT = (5, 205)  # a click on empty space in the task: the episode goes on
 READ = "[WOB_REWARD_GLOBAL, WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL]"
@@ -133,33 +135,44 @@ def click(x: float, y: float) -> Any:
 
 
 async def env_episodes(backend: str, samples: int, steps: int) -> dict[str, float]:
-    """Whole GUI env episodes (reset + ``steps`` clicks, screenshot and DOM every turn), p50s."""
-    resets, cold, step_times, episodes = [], [], [], []
+    """Whole GUI env episodes (reset + ``steps`` clicks, screenshot and DOM every turn), p50s.
+
+    Back to back (an instant policy: the next page is prepared while the steps run, and the reset
+    waits for what is left of it), and with ``THINK_SECONDS`` after each reset (a model reading the
+    page: the preparation is over before the steps and the next reset).
+    """
+    out: dict[str, float] = {}
     async with GUIEnv(names=f"{TASK},{OTHER_TASK}", observation="both", sandbox_backend=backend,
                       max_turns=steps + 1) as env:
         task, other = env.tasks()
-        for seed in range(2):  # the browser's first two episodes of TASK: the next is prepared
-            await env.reset(task, seed=seed)
-        for seed in range(samples):
-            started = time.perf_counter()
-            await env.reset(task, seed=seed)
-            reset = time.perf_counter() - started
-            assert env.trajectory is not None and env.trajectory.info["page_prepared"], "no prepared page"
-            for _ in range(steps):
-                began = time.perf_counter()
-                result = await env.step(click(*IDLE_POINT))
-                step_times.append(time.perf_counter() - began)
-                assert not result.terminated and not result.truncated, "the idle click ended the episode"
-            resets.append(reset)
-            episodes.append(time.perf_counter() - started)
+        await env.reset(task, seed=0)  # from now on each reset of TASK prepares the next
+        for think, suffix in ((0.0, ""), (THINK_SECONDS, "_think")):
+            resets, step_times, episodes = [], [], []
+            for seed in range(samples):
+                started = time.perf_counter()
+                await env.reset(task, seed=seed)
+                reset = time.perf_counter() - started
+                assert env.trajectory is not None and env.trajectory.info["page_prepared"], "no prepared page"
+                await asyncio.sleep(think)
+                for _ in range(steps):
+                    began = time.perf_counter()
+                    result = await env.step(click(*IDLE_POINT))
+                    step_times.append(time.perf_counter() - began)
+                    assert not result.terminated and not result.truncated, "the idle click ended the episode"
+                resets.append(reset)
+                episodes.append(time.perf_counter() - started - think)
+            out.update({f"env_reset{suffix}_ms": percentile(resets, 50) * 1e3,
+                        f"env_step{suffix}_ms": percentile(step_times, 50) * 1e3,
+                        f"env_episode{suffix}_ms": percentile(episodes, 50) * 1e3})
+        cold = []
         for seed in range(samples):
             await env.reset(other, seed=seed)
             started = time.perf_counter()
             await env.reset(task, seed=seed)
             cold.append(time.perf_counter() - started)
             assert env.trajectory is not None and not env.trajectory.info["page_prepared"]
-    return {"env_reset_ms": percentile(resets, 50) * 1e3, "env_reset_cold_ms": percentile(cold, 50) * 1e3,
-            "env_step_ms": percentile(step_times, 50) * 1e3, "env_episode_ms": percentile(episodes, 50) * 1e3}
+        out["env_reset_cold_ms"] = percentile(cold, 50) * 1e3
+    return out
 
 
 async def idle_mib(sandbox: BrowserSandbox) -> float:
@@ -326,18 +339,22 @@ async def measure(backends: list[str], samples: int, repeats: int, starts: int, 
             "reset": theirs["reset_ms"]["median"] / ours["reset_episode_ms"]["median"],
             "env_step": theirs["step_screenshot_ms"]["median"] / ours["env_step_ms"]["median"],
             "env_episode": theirs["episode_ms"]["median"] / ours["env_episode_ms"]["median"],
+            "env_step_think": theirs["step_screenshot_ms"]["median"] / ours["env_step_think_ms"]["median"],
+            "env_episode_think": theirs["episode_ms"]["median"] / ours["env_episode_think_ms"]["median"],
         }
     return {"info": run_info(), "task": TASK, "env_steps": env_steps, "backends": rows, "selenium": selenium}
 
 
 def report(result: dict[str, Any]) -> None:
     keys = ("start_ms", "warm_acquire_ms", "reset_load_ms", "reset_episode_ms", "step_ms", "step_screenshot_ms",
-            "idle_mib", "env_reset_ms", "env_reset_cold_ms", "env_step_ms", "env_episode_ms")
+            "idle_mib", "env_reset_ms", "env_reset_cold_ms", "env_step_ms", "env_episode_ms", "env_reset_think_ms",
+            "env_step_think_ms", "env_episode_think_ms")
     print(f"{'':<20}" + "".join(f"{b:>14}" for b in result["backends"]) + f"{'selenium':>14}")
     selenium = result["selenium"]["summary"]
     theirs = {"start_ms": "start_ms", "reset_episode_ms": "reset_ms", "step_ms": "step_ms",
               "step_screenshot_ms": "step_screenshot_ms", "env_step_ms": "step_screenshot_ms",
-              "env_episode_ms": "episode_ms"}
+              "env_episode_ms": "episode_ms", "env_step_think_ms": "step_screenshot_ms",
+              "env_episode_think_ms": "episode_ms"}
     for key in keys:
         cells = [row["summary"][key]["median"] for row in result["backends"].values()]
         other = selenium[theirs[key]]["median"] if key in theirs else None

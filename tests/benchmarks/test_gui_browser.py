@@ -22,13 +22,13 @@ def test_gui_browser(tmp_path: Path) -> None:
         summary = row["summary"]
         for key in ("start_ms", "warm_acquire_ms", "reset_load_ms", "reset_episode_ms", "step_ms",
                     "step_screenshot_ms", "idle_mib", "env_reset_ms", "env_reset_cold_ms", "env_step_ms",
-                    "env_episode_ms"):
+                    "env_episode_ms", "env_reset_think_ms", "env_step_think_ms", "env_episode_think_ms"):
             assert is_spread(summary[key]) and summary[key]["min"] > 0, key
         assert set(summary["screenshot_ms"]) == {"frame_png_clip", "free_playwright_png_clip",
                                                  "free_cdp_png_clip_fast", "free_cdp_jpeg80_clip_fast"}
         assert len(row["runs"]) == 2
         assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "click_read", "screenshot", "reset",
-                                                  "env_step", "env_episode"}
+                                                  "env_step", "env_episode", "env_step_think", "env_episode_think"}
         assert all(ratio > 0 for ratio in row["selenium_over_ours"].values())
     selenium = result["selenium"]["summary"]
     for key in ("start_ms", "reset_ms", "step_ms", "step_screenshot_ms", "click_read_ms", "screenshot_ms",
