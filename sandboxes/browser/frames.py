@@ -49,6 +49,7 @@ PUMP_SECONDS = 0.010
 click takes without one (2-4 ms over the docker pipe), so a click draws none; a mouse move or wheel
 event that waits for a frame gets one after this long."""
 SCREENSHOT = {"screenshot": {"format": "png", "optimizeForSpeed": True}}
+SCREENSHOT_TRIES = 5
 
 
 class PageFrames:
@@ -57,13 +58,16 @@ class PageFrames:
     Args:
         page: A Playwright ``Page`` of a browser sandbox.
         on_demand: Whether the browser draws only when asked (see the module's docstring).
+        lock: The browser's frame lock, shared by all its pages: Chromium takes one frame request
+            at a time per browser, whatever the page (a second one in flight makes its GPU process
+            exit with "overlapping IssueExternalBeginFrame", and after six such exits the browser).
     """
 
-    def __init__(self, page: Page, on_demand: bool) -> None:
+    def __init__(self, page: Page, on_demand: bool, lock: asyncio.Lock) -> None:
         self.page = page
         self.on_demand = on_demand
         self._session: CDPSession | None = None
-        self._lock = asyncio.Lock()  # one frame at a time: a pending action's and a screenshot's
+        self._lock = lock
 
     async def draw(self) -> None:
         """Draw one frame now (on demand), running what waits for one; nothing in the free mode."""
@@ -88,17 +92,21 @@ class PageFrames:
         """A PNG of the page now, or of ``clip`` (x, y, width, height in CSS pixels) of it.
 
         On demand it is the frame drawn for it, cut to ``clip`` here (the frame has no clip of its
-        own); free-running it is Playwright's ``page.screenshot``.
+        own); free-running it is Playwright's ``page.screenshot``. Now and then Chromium does not
+        draw the frame it was asked for (and returns no picture); another is asked for then.
 
         Raises:
-            SandboxError: The browser drew the frame but returned no picture of it.
+            SandboxError: The browser returned no picture for :data:`SCREENSHOT_TRIES` frames in a row.
         """
         if not self.on_demand:
             box = None if clip is None else dict(zip(("x", "y", "width", "height"), clip, strict=True))
             return await self.page.screenshot(type="png", clip=box)  # type: ignore[arg-type]
-        frame = await self._begin_frame(SCREENSHOT)
-        if "screenshotData" not in frame:
-            raise SandboxError(f"the browser drew a frame but returned no screenshot of it: {sorted(frame)}")
+        for _ in range(SCREENSHOT_TRIES):
+            frame = await self._begin_frame(SCREENSHOT)
+            if "screenshotData" in frame:
+                break
+        else:
+            raise SandboxError(f"the browser drew {SCREENSHOT_TRIES} frames but returned no screenshot of them")
         png = base64.b64decode(frame["screenshotData"])
         return png if clip is None else _crop(png, clip)
 

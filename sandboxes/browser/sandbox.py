@@ -82,6 +82,7 @@ class BrowserSandbox:
         self._closed = False
         self._cleanup: set[asyncio.Future[None]] = set()
         self._frames: weakref.WeakKeyDictionary[Page, PageFrames] = weakref.WeakKeyDictionary()
+        self._frame_lock = asyncio.Lock()  # one frame request in flight per browser (see PageFrames)
         self.last_key: str | None = None
         self.missed = False
         self._spare: Spare | None = None
@@ -125,7 +126,7 @@ class BrowserSandbox:
         forever and mouse moves would wait for the next frame.
         """
         if page not in self._frames:
-            self._frames[page] = PageFrames(page, self.on_demand)
+            self._frames[page] = PageFrames(page, self.on_demand, self._frame_lock)
         return self._frames[page]
 
     def prepare(self, key: str, setup: Callable[[BrowserContext], Awaitable[Any]], **kwargs: Any) -> None:

@@ -168,6 +168,15 @@ async def test_frames_on_demand_are_drawn_when_asked_and_screenshots_come_from_t
         assert picture.size == (120, 90) and picture.getpixel((100, 80)) == (255, 0, 0)
         whole = Image.open(io.BytesIO(await frames.screenshot()))
         assert whole.size == (page.viewport_size["width"], page.viewport_size["height"])
+
+        # two pages of one browser asking for frames at once (an episode's and a prepared one's):
+        # Chromium takes one at a time per browser, so the sandbox queues them
+        other = await load_site(await sandbox.browser.new_context(), site)
+        pages = [frames, sandbox.frames(other)]
+        shots = await asyncio.gather(*(p.screenshot((0, 0, 50, 50)) for _ in range(30) for p in pages),
+                                     *(p.draw() for _ in range(30) for p in pages))
+        assert all(Image.open(io.BytesIO(png)).size == (50, 50) for png in shots[:60])
+        assert await sandbox.is_alive() and sandbox.lost is None
     finally:
         await sandbox.close()
 
