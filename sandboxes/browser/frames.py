@@ -16,8 +16,9 @@ the wall clock: a frame drawn 200 ms into a 400 ms transition shows it half way.
 :class:`PageFrames` draws a frame whenever something waits for one: :meth:`~PageFrames.run` keeps
 drawing while an action is pending, :meth:`~PageFrames.screenshot` draws the frame it returns, and
 :meth:`~PageFrames.draw` draws one before the page is read (the frame a free-running browser would
-have drawn since the last action). Pages that animate for seconds without input move only when
-looked at, which is all an agent can tell apart.
+have drawn since the last action). What runs on animation frames between two of them does not
+run: an animation driven by them moves only when the page is looked at or acted on, and then to
+where the wall clock says it is, which is what an agent that only sees observations can tell.
 
 In the ``free`` mode (the full Chromium, or a sandbox started with ``frames="free"``) every method
 does what plain Playwright does.
