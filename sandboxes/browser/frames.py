@@ -17,8 +17,8 @@ the wall clock: a frame drawn 200 ms into a 400 ms transition shows it half way.
 drawing while an action is pending, :meth:`~PageFrames.screenshot` draws the frame it returns, and
 :meth:`~PageFrames.draw` draws one before the page is read (the frame a free-running browser would
 have drawn since the last action). What runs on animation frames between two of them does not
-run: an animation driven by them moves only when the page is looked at or acted on, and then to
-where the wall clock says it is, which is what an agent that only sees observations can tell.
+run: an animation driven by them moves only when the page is looked at or acted on (a time-based
+one, like d3's, then jumps to where the wall clock says it is; one that counts frames lags).
 
 In the ``free`` mode (the full Chromium, or a sandbox started with ``frames="free"``) every method
 does what plain Playwright does.
