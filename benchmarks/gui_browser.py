@@ -319,6 +319,7 @@ def selenium_run(samples: int, env_steps: int) -> dict[str, Any]:
 
 
 async def measure(backends: list[str], samples: int, repeats: int, starts: int, env_steps: int) -> dict[str, Any]:
+    info = run_info()  # the load before the run, not after it
     rows: dict[str, Any] = {}
     for backend in backends:
         runs = [await one_run(backend, samples, starts, env_steps) for _ in range(repeats)]
@@ -342,7 +343,7 @@ async def measure(backends: list[str], samples: int, repeats: int, starts: int, 
             "env_step_think": theirs["step_screenshot_ms"]["median"] / ours["env_step_think_ms"]["median"],
             "env_episode_think": theirs["episode_ms"]["median"] / ours["env_episode_think_ms"]["median"],
         }
-    return {"info": run_info(), "task": TASK, "env_steps": env_steps, "backends": rows, "selenium": selenium}
+    return {"info": info, "task": TASK, "env_steps": env_steps, "backends": rows, "selenium": selenium}
 
 
 def report(result: dict[str, Any]) -> None:
