@@ -4,7 +4,16 @@ Every episode runs in a fresh browser context (no cookies, storage or history fr
 of a browser taken from ``sandbox_backend``: a Chromium in a Docker container with no network, or
 the host's Chromium (``local``, which has no network isolation of its own: only the route that
 serves the pages stands between a page and the host's network). The browser is reused across
-episodes and given back when the env closes.
+episodes and given back when the env closes. It draws frames on demand (``frames="on_demand"``): a
+screenshot is a frame drawn for it, a few milliseconds.
+
+A reset does not wait for a page to load when it can help it: every reset starts preparing, in the
+background, the next episode's context with the same task's page loaded (GRPO and evaluations play
+each task many times), and the next reset of that task on that browser only starts its seeded
+episode there. The prepared context is new: nothing of an earlier episode, and no model, has
+touched it. A reset of another task, or one whose preparation failed, loads its page as usual; after
+a preparation went to waste (the next task on the browser was another), the browser prepares again
+only once it plays a task twice in a row, so interleaved tasks do not load every page twice.
 
 The model sees, after every turn, one ``user`` message: the page as a screenshot (an OpenAI
 ``image_url`` part, a PNG ``data:`` URI), as compact DOM text with element refs, or both
@@ -14,13 +23,14 @@ accepts images only in user messages. Tools answer in a short text what they did
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
-from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, serve_miniwob
+from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, open_task
 from agentgym.envs.gui.rewards import task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, ToolError
@@ -31,6 +41,8 @@ from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
     from agentgym.sandboxes.browser import BrowserSandbox
+
+log = logging.getLogger(__name__)
 
 Observation = Literal["screenshot", "dom", "both"]
 
@@ -113,17 +125,35 @@ class GUIEnv(Env):
         seed = self.trajectory.seed if self.trajectory.seed is not None else self.rng.randrange(2**31)
         browser = await self._ensure_browser()
         started = time.monotonic()
+        repeated = browser.last_key == name
         try:
-            context = await browser.new_context(viewport=VIEWPORT)  # closes the last episode's
-            await serve_miniwob(context)
-            self._page = MiniWoBPage(await context.new_page(), name)
-            await self._page.start(seed, time_limit_ms=self.time_limit_ms)
-            instruction = await self._page.utterance()
+            prepared = await browser.take_prepared(name)  # closes the last episode's context
+            instruction = await self._start(prepared[1], seed) if prepared is not None else None
+            if instruction is None:  # nothing prepared, or its page failed to start: load one now
+                prepared = None
+                context = await browser.new_context(viewport=VIEWPORT)  # closes the last episode's
+                instruction = await self._start(await open_task(browser, context, name), seed, fallback=False)
         except Exception as e:
             raise await self._crash_or(e) from e
+        if prepared is not None or repeated or not browser.missed:
+            browser.prepare(name, lambda context: open_task(browser, context, name), viewport=VIEWPORT)
         self.trajectory.info.update(miniwob_task=name, miniwob_seed=seed, instruction=instruction,
-                                    reset_seconds=time.monotonic() - started)
+                                    reset_seconds=time.monotonic() - started, page_prepared=prepared is not None)
         self._opening = await self._observe(f"Instruction: {instruction}")
+
+    async def _start(self, page: MiniWoBPage, seed: int, *, fallback: bool = True) -> str | None:
+        """Start the seeded episode in ``page``; its instruction, or None if a prepared page failed (``fallback``)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        self._page = page
+        try:
+            await page.start(seed, time_limit_ms=self.time_limit_ms)
+            return await page.utterance()
+        except PlaywrightError as e:
+            if not fallback:
+                raise
+            log.info("the prepared page of %s failed to start, loading it again: %s", page.task, e)
+            return None
 
     async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
         """Run the turn's actions; end the episode when the page judged it, else show the page again."""
@@ -241,7 +271,7 @@ class GUIEnv(Env):
         if self._browser is None:
             from agentgym.sandboxes.browser import acquire_browser
 
-            self._browser = await acquire_browser(self.sandbox_backend)
+            self._browser = await acquire_browser(self.sandbox_backend, frames="on_demand")
         return self._browser
 
     async def _crash_or(self, error: Exception) -> Exception:
@@ -297,17 +327,20 @@ class GUIEnv(Env):
         """The page as the model sees it: a screenshot, DOM text with refs, or both, in one user message."""
         page = self._live_page
         try:
-            text = heading
+            text, png = heading, None
+            if self.observation == "dom":
+                await page.draw()  # what a free-running browser would have drawn since the last action
+            else:
+                png = await page.screenshot()  # a frame drawn now: the DOM below is read after it
             if self.observation != "screenshot":
                 dom = dom_text(await page.dom())
                 self._last_dom = parse_dom(dom)
                 self._refs = {n.ref for n in self._last_dom}
                 text += "\n" + dom
-            if self.observation == "dom":
-                return Message(role="user", content=text)
-            png = await page.screenshot()
         except Exception as e:
             raise await self._crash_or(e) from e
+        if png is None:
+            return Message(role="user", content=text)
         return Message(role="user", content=[TextPart(text=text), ImagePart.from_png(png)])
 
 

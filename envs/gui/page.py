@@ -17,14 +17,19 @@ cannot see. The env's turn limit ends episodes that the page never ends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentgym.envs.gui.tasks import html_root
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.browser import BrowserSandbox
+    from agentgym.sandboxes.browser.frames import PageFrames
 
 ORIGIN = "http://miniwob.invalid"
 """The made-up origin the pages are served under (``.invalid`` never resolves)."""
 WIDTH, HEIGHT = 160, 210
 """MiniWoB's task area in CSS pixels (``#wrap`` in core.css): what the screenshot shows."""
+CLIP = (0, 0, WIDTH, HEIGHT)
 VIEWPORT = {"width": 340, "height": 240}
 """The window: wide enough for the page's reward panel (left 165, 160 wide), so nothing scrolls sideways."""
 NO_TIMER_MS = 2**31 - 1
@@ -69,24 +74,54 @@ async def serve_miniwob(context: Any) -> None:
     await serve_directory(context, html_root(), ORIGIN)
 
 
+async def open_task(browser: BrowserSandbox, context: Any, task: str) -> MiniWoBPage:
+    """Route ``context`` (fresh, of ``browser``) to the wheel and load task ``task`` in a new page of it."""
+    await serve_miniwob(context)
+    page = await context.new_page()
+    loaded = MiniWoBPage(page, task, browser.frames(page))
+    await loaded.load()
+    return loaded
+
+
 class MiniWoBPage:
     """A MiniWoB task page: start seeded episodes, act with mouse and keyboard, read status and DOM.
+
+    Actions go through the page's frames (:meth:`BrowserSandbox.frames`): a browser that draws
+    frames on demand draws them while an action waits for one, and for each screenshot.
 
     Args:
         page: A Playwright ``Page`` whose context :func:`serve_miniwob` routes.
         task: The task's name (``click-button``).
+        frames: The page's frames, from its browser sandbox.
     """
 
-    def __init__(self, page: Any, task: str) -> None:
+    def __init__(self, page: Any, task: str, frames: PageFrames) -> None:
         self.page = page
         self.task = task
+        self.frames = frames
+
+    async def load(self) -> None:
+        """Load the task's page (no episode yet) and warm it up.
+
+        What a new page does once, on first use, is done here, so that a page prepared in the
+        background starts its first episode as fast as a used one: Playwright compiles its injected
+        script (tens of ms) for the first ``wait_for_function``, and the first frame rasters the
+        whole page. Neither touches the task's state.
+        """
+        await self.page.goto(task_url(self.task), wait_until="load")
+        await self.page.wait_for_function("() => true", polling=5)
+        await self.frames.draw()
 
     async def start(self, seed: int, *, time_limit_ms: int | None = None) -> None:
-        """Load the page if needed and start a new episode from ``seed``; wait until the task is ready."""
+        """Load the page if needed and start a new episode from ``seed``; wait until the task is ready.
+
+        The wait polls every 5 ms on a timer, not on animation frames (which a browser that draws on
+        demand does not draw by itself).
+        """
         if self.page.url != task_url(self.task):
-            await self.page.goto(task_url(self.task), wait_until="load")
+            await self.load()
         await self.page.evaluate(_START, [seed, time_limit_ms or NO_TIMER_MS])
-        await self.page.wait_for_function("() => WOB_TASK_READY === true", timeout=10_000)
+        await self.page.wait_for_function("() => WOB_TASK_READY === true", polling=5, timeout=10_000)
 
     async def utterance(self) -> str:
         """The instruction the page shows (``core.getUtterance()``)."""
@@ -102,23 +137,30 @@ class MiniWoBPage:
         return await self.page.evaluate("() => core.getDOMInfo()")
 
     async def screenshot(self) -> bytes:
-        """The task area as PNG."""
-        return await self.page.screenshot(type="png", clip={"x": 0, "y": 0, "width": WIDTH, "height": HEIGHT})
+        """The task area as PNG (on demand: a frame drawn now, which also runs animation-frame callbacks)."""
+        return await self.frames.screenshot(CLIP)
+
+    async def draw(self) -> None:
+        """Draw a frame (on demand), so what waits for one has run before the page is read."""
+        await self.frames.draw()
 
     async def click(self, x: float, y: float) -> None:
-        await self.page.mouse.click(x, y)
+        await self.frames.run(self.page.mouse.click(x, y))
 
     async def click_ref(self, ref: int) -> str | None:
         """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""
-        result = await self.page.evaluate("(ref) => core.elementClick(ref)", ref)
+        result = await self.frames.run(self.page.evaluate("(ref) => core.elementClick(ref)", ref))
         return None if result is True else str(result)
 
     async def type(self, text: str) -> None:
-        await self.page.keyboard.type(text)
+        await self.frames.run(self.page.keyboard.type(text))
 
     async def press(self, key: str) -> None:
-        await self.page.keyboard.press(key)
+        await self.frames.run(self.page.keyboard.press(key))
 
     async def scroll(self, dx: float, dy: float, x: float, y: float) -> None:
+        await self.frames.run(self._scroll(dx, dy, x, y))
+
+    async def _scroll(self, dx: float, dy: float, x: float, y: float) -> None:
         await self.page.mouse.move(x, y)
         await self.page.mouse.wheel(dx, dy)

@@ -12,11 +12,11 @@ The front door (needs the ``gui`` extra, i.e. Playwright; ``import agentgym`` do
     finally:
         await release_browser(sandbox)              # contexts closed, browser kept warm for the next episode
 
-Backends: ``docker`` runs Debian's Chromium in a container with ``--network none`` (no route to the
+Backends: ``docker`` runs Debian's Chromium headless shell in a container with ``--network none`` (no route to the
 host or anywhere else; serve pages with :func:`serve_directory` or Playwright routes), capped
 memory, CPU and processes, no host environment, files or Docker socket, labelled so that
-``agentgym sandbox ls``/``prune`` see it. ``local`` runs the host's ``/usr/bin/chromium`` with NO
-network isolation, for machines without Docker and trusted pages only.
+``agentgym sandbox ls``/``prune`` see it. ``local`` runs the host's Chromium (``/usr/bin/chromium-headless-shell``,
+else ``/usr/bin/chromium``) with NO network isolation, for machines without Docker and trusted pages only.
 See ``docs/browser-sandbox.md``.
 """
 

@@ -17,6 +17,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes.browser.frames import Frames
 from agentgym.sandboxes.browser.launch import BrowserLimits, stop_driver
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
 
@@ -35,12 +36,14 @@ class BrowserPool:
         size: Spares to keep ready beyond those lent; grows by one each time a caller finds none.
         max_size: The most ``size`` may grow to, and the most browsers the pool keeps ready (a
             browser given back beyond it replaces the oldest spare).
+        frames: How its browsers draw: ``"free"`` or ``"on_demand"`` (see :func:`create_browser`).
     """
 
     def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
-                 *, max_size: int | None = None) -> None:
+                 *, max_size: int | None = None, frames: Frames = "free") -> None:
         self.backend = backend
         self.limits = limits or BrowserLimits()
+        self.frames: Frames = frames
         self.size = size
         self.max_size = max(size, max_size if max_size is not None else size)
         self._ready: collections.deque[BrowserSandbox] = collections.deque()
@@ -73,7 +76,7 @@ class BrowserPool:
                 return sandbox
             self._spawn(sandbox.close())
         self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
-        sandbox = await create_browser(self.backend, self.limits)
+        sandbox = await create_browser(self.backend, self.limits, frames=self.frames)
         self._refill()
         return sandbox
 
@@ -132,7 +135,7 @@ class BrowserPool:
 
     async def _add_one(self) -> None:
         try:
-            sandbox = await create_browser(self.backend, self.limits)
+            sandbox = await create_browser(self.backend, self.limits, frames=self.frames)
         except Exception as e:
             self._failure = str(e)
             self._backoff_until = time.monotonic() + RETRY_SECONDS
@@ -151,23 +154,25 @@ class BrowserPool:
         task.add_done_callback(self._tasks.discard)
 
 
-PoolKey = tuple[str, BrowserLimits]
+PoolKey = tuple[str, BrowserLimits, Frames]
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, BrowserPool]] = weakref.WeakKeyDictionary()
 _lenders: weakref.WeakKeyDictionary[BrowserSandbox, BrowserPool] = weakref.WeakKeyDictionary()
 
 
-async def acquire_browser(backend: str = "auto", limits: BrowserLimits | None = None) -> BrowserSandbox:
-    """A browser from this process's warm pool for ``(backend, limits)``; give it back with :func:`release_browser`.
+async def acquire_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
+                          frames: Frames = "free") -> BrowserSandbox:
+    """A browser from this process's warm pool for its arguments; give it back with :func:`release_browser`.
 
     Args:
         backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
             ``"docker"`` or ``"local"`` (NO network isolation).
         limits: Defaults to :class:`BrowserLimits()`.
+        frames: ``"free"`` or ``"on_demand"`` (see :func:`create_browser`).
 
     Raises:
         SandboxError: No browser could be started; the message says why.
     """
-    pool = await _shared_pool(backend, limits)
+    pool = await _shared_pool(backend, limits, frames)
     sandbox = await pool.acquire()
     _lenders[sandbox] = pool
     return sandbox
@@ -185,13 +190,14 @@ async def release_browser(sandbox: BrowserSandbox, reusable: bool = True) -> Non
         await pool.release(sandbox, reusable)
 
 
-async def warm_up_browsers(backend: str = "auto", limits: BrowserLimits | None = None, count: int = 1) -> None:
+async def warm_up_browsers(backend: str = "auto", limits: BrowserLimits | None = None, count: int = 1, *,
+                           frames: Frames = "free") -> None:
     """Have ``count`` browsers ready in the shared pool :func:`acquire_browser` draws from, and wait for them.
 
     Raises:
         SandboxError: A browser could not be started; the message says why.
     """
-    pool = await _shared_pool(backend, limits)
+    pool = await _shared_pool(backend, limits, frames)
     pool.size = max(pool.size, count)
     pool.max_size = max(pool.max_size, count)
     await pool.fill()
@@ -204,11 +210,11 @@ async def shutdown_browser_pools() -> None:
     await stop_driver()
 
 
-async def _shared_pool(backend: str, limits: BrowserLimits | None) -> BrowserPool:
+async def _shared_pool(backend: str, limits: BrowserLimits | None, frames: Frames) -> BrowserPool:
     from agentgym.sandboxes.pool import resolve_backend
 
-    key = (await resolve_backend(backend), limits or BrowserLimits())
+    key = (await resolve_backend(backend), limits or BrowserLimits(), frames)
     pools = _shared.setdefault(asyncio.get_running_loop(), {})
     if key not in pools:
-        pools[key] = BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS)
+        pools[key] = BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS, frames=frames)
     return pools[key]

@@ -3,7 +3,9 @@
 A :class:`BrowserSandbox` lives across many episodes: each episode gets a new browser context
 (:meth:`BrowserSandbox.new_context`), which closes the previous one, so cookies, localStorage,
 IndexedDB, cache and pages of earlier episodes are gone. Starting Chromium costs most of a second;
-a new context costs milliseconds.
+a new context costs milliseconds, and loading a page in it tens to hundreds more, so the next
+episode's context can be made ahead, in the background (:meth:`~BrowserSandbox.prepare`), and taken
+when it is asked for (:meth:`~BrowserSandbox.take_prepared`).
 
 When Chromium dies (crash, out of memory, :meth:`~BrowserSandbox.kill_browser`), Playwright calls
 on the page raise ``playwright.async_api.Error``; :attr:`BrowserSandbox.lost` then says what
@@ -14,26 +16,39 @@ it, and the container is removed (it also removes itself: ``--rm --init``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import signal
 import time
 import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.browser import launch
+from agentgym.sandboxes.browser.frames import Frames, PageFrames
 from agentgym.sandboxes.browser.launch import BrowserLimits
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext
+    from playwright.async_api import Browser, BrowserContext, Page
 
 log = logging.getLogger(__name__)
 
 PING_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Spare:
+    """A context being made for the next episode: its key, the task making it, the context once made."""
+
+    key: str
+    task: asyncio.Task[tuple[BrowserContext, Any]]
+    made: list[BrowserContext]
 
 
 class BrowserSandbox:
@@ -47,14 +62,18 @@ class BrowserSandbox:
         limits: What the container may use.
         started: ``time.monotonic()`` at start.
         lost: Why the browser went away without :meth:`close`, or None while it has not.
+        on_demand: Whether the browser draws frames only when asked (see :meth:`frames`).
+        last_key: The key :meth:`take_prepared` was last asked for (what the last episode was).
+        missed: Whether the last spare :meth:`take_prepared` found was prepared for another key (wasted).
     """
 
     def __init__(self, id: str, backend: str, browser: Browser, limits: BrowserLimits, *,
-                 container: str | None = None, marker: str | None = None) -> None:
+                 container: str | None = None, marker: str | None = None, on_demand: bool = False) -> None:
         self.id = id
         self.backend = backend
         self.browser = browser
         self.limits = limits
+        self.on_demand = on_demand
         self.started = time.monotonic()
         self.lost: str | None = None
         self._container = container
@@ -62,6 +81,11 @@ class BrowserSandbox:
         self._context: BrowserContext | None = None
         self._closed = False
         self._cleanup: set[asyncio.Future[None]] = set()
+        self._frames: weakref.WeakKeyDictionary[Page, PageFrames] = weakref.WeakKeyDictionary()
+        self._frame_lock = asyncio.Lock()  # one frame request in flight per browser (see PageFrames)
+        self.last_key: str | None = None
+        self.missed = False
+        self._spare: Spare | None = None
         self._finalizer = weakref.finalize(self, _remove_quietly, container) if container else None
         browser.on("disconnected", lambda _: self._on_disconnected())
 
@@ -85,6 +109,7 @@ class BrowserSandbox:
         from playwright.async_api import Error
 
         self._check()
+        await self._drop_spare()
         try:
             await self.clear()
             self._context = await self.browser.new_context(**kwargs)
@@ -93,11 +118,77 @@ class BrowserSandbox:
             raise SandboxError(f"browser sandbox {self.id}: {e.message}") from e
         return self._context
 
+    def frames(self, page: Page) -> PageFrames:
+        """Frames and screenshots of ``page`` (one of this browser's), the same object each time.
+
+        Take screenshots and act on pages through it: a browser that draws on demand
+        (:attr:`on_demand`) draws nothing by itself, so Playwright's ``page.screenshot()`` would wait
+        forever and mouse moves would wait for the next frame.
+        """
+        if page not in self._frames:
+            self._frames[page] = PageFrames(page, self.on_demand, self._frame_lock)
+        return self._frames[page]
+
+    def prepare(self, key: str, setup: Callable[[BrowserContext], Awaitable[Any]], **kwargs: Any) -> None:
+        """Start making the next episode's context in the background, for :meth:`take_prepared` ``(key)``.
+
+        The context is new (``Browser.new_context(**kwargs)``: no storage, cookies or history of any
+        episode) and ``setup(context)`` readies it (routes, a page loaded); nothing else touches it
+        until it is taken. It replaces a spare prepared before, and outlives :meth:`clear` (a
+        browser given back to its pool keeps it for its next episode); :meth:`new_context` and
+        :meth:`close` drop it. A failure while making it is logged and leaves no spare.
+        """
+        if not self.connected:
+            return
+        if self._spare is not None:
+            self._track(_discard(self._spare.task))
+        made: list[BrowserContext] = []
+        task = asyncio.ensure_future(self._make_spare(setup, kwargs, made))
+        task.add_done_callback(_retrieve)
+        self._spare = Spare(key, task, made)
+
+    async def take_prepared(self, key: str) -> tuple[BrowserContext, Any] | None:
+        """The context prepared for ``key`` and what its ``setup`` returned, as the browser's only context.
+
+        Waits for it if it is still being made. ``None`` when there is none for ``key`` (a spare for
+        another key is dropped) or making it failed: then make a context as usual.
+
+        Raises:
+            SandboxError: The sandbox is closed or its browser died (the message says which).
+        """
+        from playwright.async_api import Error
+
+        self._check()
+        self.last_key = key
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        self.missed = spare.key != key
+        if self.missed:
+            await _discard(spare.task)
+            return None
+        try:
+            context, value = await spare.task
+        except Exception as e:
+            log.info("browser sandbox %s: the prepared context for %s failed, making one now: %s", self.id, key, e)
+            return None
+        try:
+            for other in list(self.browser.contexts):
+                if other is not context:
+                    await other.close()
+        except Error as e:
+            self._check()
+            raise SandboxError(f"browser sandbox {self.id}: {e.message}") from e
+        self._context = context
+        return context, value
+
     async def clear(self) -> None:
-        """Close every context of the browser (all pages and their storage go); the browser stays."""
+        """Close every context of the browser but a spare being prepared (all pages and their storage go)."""
         self._context = None
+        spare = self._spare.made if self._spare is not None else []
         for context in list(self.browser.contexts):
-            await context.close()
+            if context not in spare:
+                await context.close()
 
     async def is_alive(self) -> bool:
         """Whether the browser answers a round trip within five seconds; never raises."""
@@ -132,6 +223,7 @@ class BrowserSandbox:
             return
         self._closed = True
         self._context = None
+        await self._drop_spare()
         try:
             await asyncio.wait_for(self.browser.close(), CLOSE_TIMEOUT)
         except Exception as e:  # already dead, or hung: the container goes anyway
@@ -146,6 +238,27 @@ class BrowserSandbox:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def _make_spare(self, setup: Callable[[BrowserContext], Awaitable[Any]], kwargs: dict[str, Any],
+                          made: list[BrowserContext]) -> tuple[BrowserContext, Any]:
+        context = await self.browser.new_context(**kwargs)
+        made.append(context)  # from now on clear() keeps it
+        try:
+            return context, await setup(context)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await context.close()
+            raise
+
+    async def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await _discard(spare.task)
+
+    def _track(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._cleanup.add(task)
+        task.add_done_callback(self._cleanup.discard)
+
     def _check(self) -> None:
         if self._closed:
             raise SandboxError(f"browser sandbox {self.id} is closed")
@@ -158,45 +271,70 @@ class BrowserSandbox:
         self.lost = "Chromium exited (it crashed, was killed, or ran out of memory or wall time)"
         log.warning("browser sandbox %s: %s", self.id, self.lost)
         if self._finalizer is not None:  # the container removes itself; make sure
-            task = asyncio.ensure_future(asyncio.to_thread(self._finalizer))
-            self._cleanup.add(task)
-            task.add_done_callback(self._cleanup.discard)
+            self._track(asyncio.to_thread(self._finalizer))
 
 
-async def create_browser(backend: str = "auto", limits: BrowserLimits | None = None) -> BrowserSandbox:
+async def create_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
+                         frames: Frames = "free") -> BrowserSandbox:
     """Start one browser sandbox now, with no pool (see :func:`acquire_browser` for a warm one).
 
     Args:
-        backend: ``"docker"`` (Chromium in a container with no network), ``"local"`` (the host's
-            Chromium at ``/usr/bin/chromium``: NO network isolation, pages can reach the host and
-            the internet; a warning says so), or ``"auto"`` (Docker when an engine answers).
+        backend: ``"docker"`` (Chromium's headless shell in a container with no network), ``"local"``
+            (the host's Chromium, its headless shell if installed: NO network isolation, pages can
+            reach the host and the internet; a warning says so), or ``"auto"`` (Docker when an
+            engine answers).
         limits: Defaults to :class:`BrowserLimits()`; the local backend enforces none of them.
+        frames: ``"free"``: Chromium draws by its own clock, and pages behave as under plain
+            Playwright. ``"on_demand"``: it draws only when asked, and screenshots take a few
+            milliseconds instead of 25-35; act and take screenshots through
+            :meth:`BrowserSandbox.frames` then. Needs the headless shell (the Docker image has it;
+            a local browser without it falls back to ``"free"``).
 
     Raises:
         SandboxError: The browser could not be started; the message says why.
     """
     from agentgym.sandboxes.pool import resolve_backend
 
+    if frames not in ("free", "on_demand"):
+        raise SandboxError(f"frames must be 'free' or 'on_demand', not {frames!r}")
     limits = limits or BrowserLimits()
+    on_demand = frames == "on_demand"
     chosen = await resolve_backend(backend)
     if chosen == "local":
         _warn_local()
+        executable = launch.local_chromium()
+        on_demand = on_demand and launch.can_draw_on_demand(executable)
         marker = os.urandom(6).hex()
-        browser = await launch.launch_local(marker)
-        return BrowserSandbox(f"local-{marker}", "local", browser, limits, marker=marker)
-    return await _create_docker(limits)
+        browser = await launch.launch_local(executable, marker, on_demand)
+        return BrowserSandbox(f"local-{marker}", "local", browser, limits, marker=marker, on_demand=on_demand)
+    return await _create_docker(limits, on_demand)
 
 
-async def _create_docker(limits: BrowserLimits) -> BrowserSandbox:
+async def _create_docker(limits: BrowserLimits, on_demand: bool) -> BrowserSandbox:
     ref = await asyncio.to_thread(launch.prepare_image)
     name = launch.container_name()
     try:
-        browser = await launch.launch_docker(name, ref, limits)
+        browser = await launch.launch_docker(name, ref, limits, on_demand)
         info = await asyncio.to_thread(engine.client().api.inspect_container, name)
     except BaseException:
         await asyncio.shield(asyncio.to_thread(_remove_quietly, name))  # a cancelled start leaks nothing
         raise
-    return BrowserSandbox(info["Id"][:12], "docker", browser, limits, container=info["Id"])
+    return BrowserSandbox(info["Id"][:12], "docker", browser, limits, container=info["Id"], on_demand=on_demand)
+
+
+async def _discard(task: asyncio.Task[Any]) -> None:
+    """Stop making a spare context, or close the one made."""
+    task.cancel()
+    result = (await asyncio.gather(task, return_exceptions=True))[0]
+    if isinstance(result, tuple):
+        with contextlib.suppress(Exception):
+            await result[0].close()
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a spare's failure as seen (it is logged when the spare is taken, or dropped with it)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _exec_kill(container: str) -> None:

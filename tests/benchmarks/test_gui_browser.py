@@ -16,19 +16,21 @@ pytestmark = pytest.mark.docker
 
 def test_gui_browser(tmp_path: Path) -> None:
     result = run_quick("gui_browser", tmp_path)
-    assert result["info"]["commit"] and result["task"] == "click-test"
+    assert result["info"]["commit"] and result["task"] == "click-test" and result["env_steps"] == 5
     assert set(result["backends"]) == {"docker", "local"}
     for row in result["backends"].values():
         summary = row["summary"]
         for key in ("start_ms", "warm_acquire_ms", "reset_load_ms", "reset_episode_ms", "step_ms",
-                    "step_screenshot_ms", "idle_mib"):
+                    "step_screenshot_ms", "idle_mib", "env_reset_ms", "env_reset_cold_ms", "env_step_ms",
+                    "env_episode_ms", "env_reset_think_ms", "env_step_think_ms", "env_episode_think_ms"):
             assert is_spread(summary[key]) and summary[key]["min"] > 0, key
-        assert set(summary["screenshot_ms"]) == {"playwright_png", "playwright_png_clip", "playwright_jpeg80_clip",
-                                                 "cdp_png_fast", "cdp_jpeg80_fast", "cdp_png_clip_fast",
-                                                 "cdp_jpeg80_clip_fast"}
-        assert len(row["runs"]) == 2 and row["runs"][0]["fastest_screenshot"] in summary["screenshot_ms"]
-        assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "click_read", "screenshot", "reset"}
+        assert set(summary["screenshot_ms"]) == {"frame_png_clip", "free_playwright_png_clip",
+                                                 "free_cdp_png_clip_fast", "free_cdp_jpeg80_clip_fast"}
+        assert len(row["runs"]) == 2
+        assert set(row["selenium_over_ours"]) == {"step", "step_screenshot", "click_read", "screenshot", "reset",
+                                                  "env_step", "env_episode", "env_step_think", "env_episode_think"}
         assert all(ratio > 0 for ratio in row["selenium_over_ours"].values())
     selenium = result["selenium"]["summary"]
-    for key in ("start_ms", "reset_ms", "step_ms", "step_screenshot_ms", "click_read_ms", "screenshot_ms"):
+    for key in ("start_ms", "reset_ms", "step_ms", "step_screenshot_ms", "click_read_ms", "screenshot_ms",
+                "episode_ms"):
         assert is_spread(selenium[key]) and selenium[key]["min"] > 0, key

@@ -61,6 +61,59 @@ async def test_seeded_reset_repeats_the_same_problem(gui_backend):
     assert others - {first}
 
 
+async def test_repeated_resets_start_in_a_prepared_page_with_nothing_of_the_last_episode(gui_backend):
+    from agentgym.envs.gui.page import VIEWPORT
+
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=gui_backend) as env:
+        task = env.tasks()[0]
+        prepared, instructions = [], []
+        for seed in (5, 6, 5, 7):
+            opening = (await env.reset(task, seed=seed))[1].text
+            prepared.append(env.trajectory.info["page_prepared"])
+            instructions.append(opening)
+            page = env._page.page
+            assert await page.evaluate("[localStorage.getItem('seen'), document.cookie]") == [None, ""]
+            await page.evaluate("localStorage.setItem('seen', '1'); document.cookie = 'seen=1'")
+        assert prepared[1:] == [True, True, True]  # every reset prepares the next (the first may be one)
+        assert instructions[0] == instructions[2] != instructions[1]  # a prepared page is seeded the same
+
+        async def broken(context):
+            raise RuntimeError("the page would not load")
+
+        env._browser.prepare("click-button", broken, viewport=VIEWPORT)  # preparing fails: loaded as usual
+        assert (await env.reset(task, seed=5))[1].text == instructions[0]
+        assert not env.trajectory.info["page_prepared"]
+
+        spare, _ = await env._browser._spare.task  # prepared, then its page goes away before the reset
+        await spare.pages[0].close()
+        assert (await env.reset(task, seed=5))[1].text == instructions[0]
+        assert not env.trajectory.info["page_prepared"]
+        assert (await env.reset(task, seed=5))[1].text == instructions[0]
+        assert env.trajectory.info["page_prepared"]
+        browser = env._browser
+    assert browser._spare is not None  # given back to the pool with the next episode's context
+    from agentgym.sandboxes.browser import shutdown_browser_pools
+
+    await shutdown_browser_pools()
+    assert not [t for t in asyncio.all_tasks() if "_make_spare" in repr(t.get_coro())]
+    assert not browser.connected
+
+
+async def test_after_a_wasted_preparation_a_browser_prepares_again_only_on_a_repeat(gui_backend):
+    async with GUIEnv(names="click-button,enter-text", observation="dom", sandbox_backend=gui_backend) as env:
+        button, text = env.tasks()
+        await env.reset(button, seed=1)
+        assert env._browser._spare.key == "click-button"
+        await env.reset(text, seed=1)  # another task: the prepared page goes to waste
+        assert env._browser.missed and env._browser._spare is None
+        await env.reset(button, seed=1)
+        assert not env.trajectory.info["page_prepared"] and env._browser._spare is None
+        await env.reset(button, seed=2)  # twice in a row: preparing again
+        assert env._browser._spare.key == "click-button"
+        await env.reset(button, seed=3)
+        assert env.trajectory.info["page_prepared"]
+
+
 async def test_observations_screenshot_dom_or_both(gui_backend):
     async with GUIEnv(names="enter-text", observation="screenshot", sandbox_backend=gui_backend) as env:
         opening = (await env.reset(env.tasks()[0], seed=1))[1]

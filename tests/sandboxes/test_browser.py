@@ -1,13 +1,15 @@
-"""Browser sandboxes: clean state across episodes, crashes, the warm pool, and what the container may do.
+"""Browser sandboxes: clean state across episodes, prepared contexts, frames on demand, crashes, the
+warm pool, and what the container may do.
 
-Every test starts its own browsers and closes them; the Docker ones run Debian's Chromium in the
-``chromium`` recipe's image (built on first use, about a minute and a half).
+Every test starts its own browsers and closes them; the Docker ones run Debian's Chromium headless
+shell in the ``chromium`` recipe's image (built on first use, about a minute and a half).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import os
 import signal
@@ -19,6 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from playwright.async_api import Error as PlaywrightError
 
 from agentgym.errors import SandboxError
@@ -100,6 +103,82 @@ async def test_a_new_context_forgets_the_previous_episode(browser: BrowserSandbo
     assert browser.browser.contexts == [page.context]
     with pytest.raises(PlaywrightError):
         await first.new_page()  # the previous context is closed
+
+
+async def load_site(context, site: Path):  # type: ignore[no-untyped-def]
+    """A prepared context's setup: the site served and its page loaded."""
+    base = await serve_directory(context, site)
+    page = await context.new_page()
+    await page.goto(base + "index.html")
+    return page
+
+
+def spare_tasks() -> list[asyncio.Task]:
+    return [t for t in asyncio.all_tasks() if "_make_spare" in repr(t.get_coro())]
+
+
+async def test_a_prepared_context_is_fresh_outlives_clear_and_is_taken_only_for_its_key(
+    browser: BrowserSandbox, site: Path,
+) -> None:
+    page = await open_site(browser, site)
+    await page.evaluate("localStorage.setItem('k', 'v'); document.cookie = 'c=1'")
+    browser.prepare("index", lambda context: load_site(context, site))
+    await browser.clear()  # what a pool does with a browser given back: the spare stays
+    context, prepared = await browser.take_prepared("index")
+    assert browser.browser.contexts == [context] and browser.last_key == "index"
+    assert await prepared.evaluate("[localStorage.getItem('k'), document.cookie]") == [None, ""]
+
+    browser.prepare("index", lambda context: load_site(context, site))
+    assert await browser.take_prepared("other") is None  # another key: the spare is dropped, not handed out
+    assert browser.browser.contexts == [context]
+
+    async def broken(context):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the page would not load")
+
+    browser.prepare("index", broken)
+    assert await browser.take_prepared("index") is None  # the caller makes one as usual
+    assert browser.browser.contexts == [context]
+    assert await browser.take_prepared("index") is None  # nothing prepared
+
+    browser.prepare("index", lambda context: load_site(context, site))
+    await browser.new_context()  # an ordinary new context drops the spare
+    assert len(browser.browser.contexts) == 1 and not spare_tasks()
+    browser.prepare("index", lambda context: load_site(context, site))
+    await browser.close()  # a spare still being made when the sandbox closes is stopped
+    assert not spare_tasks()
+
+
+async def test_frames_on_demand_are_drawn_when_asked_and_screenshots_come_from_them(backend: str, site: Path) -> None:
+    sandbox = await create_browser(backend, frames="on_demand")
+    try:
+        assert sandbox.on_demand
+        page = await open_site(sandbox, site)
+        frames = sandbox.frames(page)
+        assert sandbox.frames(page) is frames
+        await page.evaluate("window.ticks = 0; (function tick() { window.ticks++; requestAnimationFrame(tick); })()")
+        await asyncio.sleep(0.2)
+        assert await page.evaluate("window.ticks") == 1  # nothing is drawn unasked
+        await frames.draw()
+        await frames.draw()
+        assert await page.evaluate("window.ticks") == 3
+        await frames.run(page.mouse.move(20, 10))  # input that waits for a frame
+        await frames.run(page.mouse.wheel(0, 30))
+        await page.evaluate("document.body.style.background = 'rgb(255, 0, 0)'")
+        picture = Image.open(io.BytesIO(await frames.screenshot((0, 0, 120, 90)))).convert("RGB")
+        assert picture.size == (120, 90) and picture.getpixel((100, 80)) == (255, 0, 0)
+        whole = Image.open(io.BytesIO(await frames.screenshot()))
+        assert whole.size == (page.viewport_size["width"], page.viewport_size["height"])
+
+        # two pages of one browser asking for frames at once (an episode's and a prepared one's):
+        # Chromium takes one at a time per browser, so the sandbox queues them
+        other = await load_site(await sandbox.browser.new_context(), site)
+        pages = [frames, sandbox.frames(other)]
+        shots = await asyncio.gather(*(p.screenshot((0, 0, 50, 50)) for _ in range(30) for p in pages),
+                                     *(p.draw() for _ in range(30) for p in pages))
+        assert all(Image.open(io.BytesIO(png)).size == (50, 50) for png in shots[:60])
+        assert await sandbox.is_alive() and sandbox.lost is None
+    finally:
+        await sandbox.close()
 
 
 async def test_killing_chromium_mid_use_is_a_clear_error_and_leaves_no_container(
