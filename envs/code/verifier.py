@@ -101,7 +101,8 @@ async def verify(
     Raises:
         DataError: The task's tests cannot grade anything (no ``check``, no test in it) or crash
             before any test ran; the message says why.
-        SandboxError: A sandbox could not be had, or the grader failed before any call.
+        SandboxError: A sandbox could not be had, the grader's broke (its engine gone, say), or the
+            grader failed before any call. The submission's sandbox failing alone is graded (see ``_grade``).
     """
     try:
         test_plan = plan(data["test"], data["entry_point"])
@@ -161,10 +162,19 @@ async def _release(sandbox: Sandbox, own: VerifierSandboxes | None, *, grader: b
 
 
 async def _grade(submission: Submission, tests: Tests, deadline: float) -> Report:
+    """The tests' report, or ``SandboxError`` when the machinery broke rather than the submission.
+
+    The submission may be able to break its own sandbox (where code shares the agent's uid, a local
+    sandbox without root), so its sandbox failing alone fails the tests that needed it. The grader's
+    sandbox runs nothing of the submission's: when it fails too (an engine restarted under both), or
+    alone, the episode is an error to replay, never a grade.
+    """
     loaded, event = await asyncio.gather(submission.load(deadline), tests.start(deadline))
     if "task_error" in event:
         raise DataError(f"task {tests.task_id}: {event['task_error']}")
     if loaded is not None:
+        if submission.broke is not None and not await tests.sandbox.is_alive():
+            raise SandboxError(f"both verifier sandboxes failed: {submission.broke}") from submission.broke
         return Report(loaded=False, error=loaded)
     report = Report(loaded=True)
     while True:
@@ -193,6 +203,7 @@ class Submission:
             "reply_bytes": sandbox.limits.output_bytes - FRAME_SLACK,
         }
         self.gone: str | None = None  # why the function can no longer be called
+        self.broke: SandboxError | None = None  # the sandbox itself failed (the grader decides whose fault)
 
     async def load(self, deadline: float) -> str | None:
         """Define the function; None when it is defined, else why not."""
@@ -229,6 +240,7 @@ class Submission:
             result = await self.sandbox.run_python(code, timeout=seconds)
         except SandboxError as e:
             self.gone = f"the submission's sandbox failed {when}: {e}"
+            self.broke = e
             return None
         if result.timed_out:
             self.gone = f"the submission did not finish within the tests' {seconds:.3g} s ({when})"
@@ -278,15 +290,14 @@ class Tests:
         return max(MIN_GRADER_SECONDS, deadline - time.monotonic())
 
     async def _run(self, code: str, deadline: float) -> dict[str, Any]:
-        """One frame. Once the submission's values are in play, a grader that fails ends the tests as failed."""
+        """One frame. Once the submission's values are in play, a grader whose session fails (its output,
+        not its sandbox) ends the tests as failed."""
         seconds = self._seconds(deadline) + HOST_SLACK
         try:
             result = await self.sandbox.run_python(code, timeout=seconds)
-        except SandboxError as e:
+        except SandboxError:  # the grader's sandbox or its engine broke: an error, not a grade
             self.reusable = False
-            if not self.started:
-                raise
-            return {"results": [], "error": f"the tests did not finish: their sandbox failed: {e}"}
+            raise
         frame = _frame(result.output, self.nonce)
         if frame is not None and not result.error:
             event: dict[str, Any] = json.loads(frame)
