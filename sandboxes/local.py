@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes.base import Limits
@@ -106,13 +107,16 @@ def pick_uid() -> int:
 
 
 def uids_running() -> set[int]:
-    """The uids of every process on the machine (the owners of the /proc/PID directories)."""
-    found = set()
+    """The uids of every process on the machine."""
+    return {uid for _, uid in processes()}
+
+
+def processes() -> Iterator[tuple[int, int]]:
+    """(pid, uid) of every process on the machine: the owners of the /proc/PID directories."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(FileNotFoundError):
-                found.add(os.stat(f"/proc/{entry}").st_uid)
-    return found
+                yield int(entry), os.stat(f"/proc/{entry}").st_uid
 
 
 def uids_with_keys() -> set[int]:
@@ -320,16 +324,14 @@ def jail_argv(python: str, limits: Limits, code_uid: int | None) -> list[str]:
 def kill_uid(uid: int) -> int:
     """SIGKILL every live process of ``uid`` (a uid only this sandbox uses); return how many there were."""
     found = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, owner in processes():
+        if owner != uid:
             continue
         try:
-            if os.stat(f"/proc/{entry}").st_uid != uid:
-                continue
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     continue  # already dead, waiting for its parent
-            os.kill(int(entry), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             found += 1
         except (FileNotFoundError, ProcessLookupError):
             continue
