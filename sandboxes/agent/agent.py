@@ -710,23 +710,53 @@ def writable_by(st: os.stat_result, uid: int, gid: int) -> bool:
 
 
 def remove_tree(path: str, st: os.stat_result, problems: list[str]) -> None:
-    """Delete ``path`` and all under it, making our own directories searchable first."""
+    """Delete ``path`` and all under it, making our own directories searchable first.
+
+    Walks down by changing directory, a level at a time, and names entries relative to where it is:
+    code can build a tree deeper than a path can name (PATH_MAX) or than Python may recurse, by
+    changing directory as it goes, and such a tree must not make the wipe fail. It holds no file
+    descriptor per level either; the working directory is put back after. No process of the code's
+    uid is left meanwhile that could swap a directory for a link.
+    """
     if not stat.S_ISDIR(st.st_mode):
         try:
             os.unlink(path)
         except OSError as e:
             problems.append(f"{path}: {e.strerror}")
         return
+    parent, name = os.path.split(path)
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    below: list[str] = []  # the directories entered, from ``path`` down
     try:
-        if st.st_mode & 0o700 != 0o700:
-            os.chmod(path, 0o700)
-        with os.scandir(path) as entries:
-            children = [(e.path, e.stat(follow_symlinks=False)) for e in entries]
-        for child, child_st in children:
-            remove_tree(child, child_st, problems)
-        os.rmdir(path)
+        os.chdir(parent)
+        enter(name)
+        below.append(name)
+        while below:
+            child = None  # the first subdirectory; files before it are removed on the way
+            with os.scandir(".") as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name)
+            if child is not None:
+                enter(child)
+                below.append(child)
+            else:  # empty now
+                os.chdir("..")
+                os.rmdir(below.pop())
     except OSError as e:
-        problems.append(f"{path}: {e.strerror}")
+        problems.append(f"{path}: {e.strerror} ({len(below)} levels down)")
+    finally:
+        os.fchdir(here)
+        os.close(here)
+
+
+def enter(name: str) -> None:
+    """Change into directory ``name``, first giving ourselves (its owner) the right to list, enter and empty it."""
+    if os.lstat(name).st_mode & 0o700 != 0o700:
+        os.chmod(name, 0o700)
+    os.chdir(name)
 
 
 def scrub(path: str, baseline: set[str], problems: list[str]) -> None:

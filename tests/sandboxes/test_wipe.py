@@ -241,3 +241,23 @@ print(found, {name.decode()!r} in open("/proc/keys").read())
 """
     async with await start(local_name, "python", SMALL) as box:
         assert (await box.run_python(snoop)).output == "-1 False\n"
+
+
+LEAVE_DEEP_TREE = """
+import os
+for top in ("/tmp", os.getcwd()):
+    os.chdir(top)
+    for _ in range(2500):  # deeper than PATH_MAX allows a path to name, and than Python's recursion limit
+        os.mkdir("d")
+        os.chdir("d")
+    open("f", "w").write("secret")
+    os.chmod(".", 0o500)  # and not writable: the wipe must make it so
+"""
+
+
+async def test_a_tree_deeper_than_a_path_can_name_is_wiped(pool: SandboxPool) -> None:
+    # Code cannot make a wipe fail (which would cost a new sandbox each episode) with a deep tree.
+    first, again = await recycled(pool, LEAVE_DEEP_TREE)
+    assert again.id == first.id, "the sandbox was destroyed instead of wiped"
+    listing = await again.run_python("import os; print(os.listdir('/tmp'), os.listdir('.'))")
+    assert listing.output == "[] []\n", listing
