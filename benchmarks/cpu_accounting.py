@@ -58,7 +58,8 @@ def process_cpu(pid: str | int, *, reaped: bool = True) -> float:
     return sum(int(x) for x in fields[11:15 if reaped else 13]) / _TICK if fields else 0.0
 
 
-def _comm(pid: str) -> str:
+def comm(pid: str | int) -> str:
+    """The process's name (``/proc/PID/comm``); empty if it is gone."""
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
@@ -78,21 +79,28 @@ def _pids() -> list[str]:
 
 def daemon_cpu() -> float:
     """CPU seconds of dockerd and containerd (machine-wide: they serve every client of the engine)."""
-    return sum(process_cpu(pid) for pid in _pids() if _comm(pid) in DAEMONS)
+    return sum(process_cpu(pid) for pid in _pids() if comm(pid) in DAEMONS)
 
 
 def descendants(root: int | None = None) -> list[int]:
     """Pids of every live descendant of ``root`` (default: this process)."""
+    return list(tree(root))
+
+
+def tree(root: int | None = None) -> dict[int, int]:
+    """Every live descendant of ``root`` (default: this process), with its parent's pid."""
     root = os.getpid() if root is None else root
     children: dict[int, list[int]] = {}
     for pid in _pids():
         fields = _stat_fields(pid)
         if fields:
             children.setdefault(int(fields[1]), []).append(int(pid))
-    out, todo = [], [root]
+    out: dict[int, int] = {}
+    todo = [root]
     while todo:
-        kids = children.get(todo.pop(), [])
-        out += kids
+        parent = todo.pop()
+        kids = children.get(parent, [])
+        out.update(dict.fromkeys(kids, parent))
         todo += kids
     return out
 
@@ -265,7 +273,7 @@ def _shims(container_ids: set[str]) -> dict[str, str]:
     """Shim pid -> container id, for the shims of ``container_ids``."""
     out = {}
     for pid in _pids():
-        if not _comm(pid).startswith(SHIM_PREFIX):
+        if not comm(pid).startswith(SHIM_PREFIX):
             continue
         words = _cmdline(pid).split()
         for i, word in enumerate(words[:-1]):

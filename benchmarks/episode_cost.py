@@ -1,0 +1,102 @@
+"""Where an episode's CPU goes, by role: this process (the env's client side), the in-sandbox agent,
+and the Python sessions (the zygote and every session it forked, the wiping one included).
+
+One env on the local backend plays episodes of ``reset`` + ``--steps`` ``python`` tool calls of
+``print(1)``, one after another, for at least ``--seconds`` per window. CPU is read from
+``/proc/PID/stat`` (the zygote's count includes the sessions it has reaped), so the split holds for
+the process roles, which are the same on Docker; Docker adds its containers' shims and cgroup
+accounting (``code_env_throughput.py`` and ``wipe_cost.py`` charge those). With ``--steps 0``, an
+episode is a reset: a wipe and nothing else. Medians of ``--repeat`` windows with their ranges.
+
+    python benchmarks/episode_cost.py                      # 0 and 20 steps, ~1 min
+    python benchmarks/episode_cost.py --quick --out /tmp/e.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from cpu_accounting import comm, own_cpu, process_cpu, tree
+from results_file import results_path, run_info, save_results
+from stats import fmt, summarize
+
+import agentgym
+from agentgym.sandboxes import shutdown_pools, warm_up
+from agentgym.types import Message, ToolCall
+
+CALL = ToolCall(id="c", name="python", arguments=json.dumps({"code": "print(1)"}))
+ACTION = Message(role="assistant", tool_calls=[CALL])
+
+
+def roles() -> dict[str, float]:
+    """CPU seconds so far of the agent and of the sessions (zygote + its children, live and reaped)."""
+    parent = tree()
+    python = {pid for pid in parent if comm(pid).startswith("python")}
+    agents = {pid for pid in python if parent[pid] not in python}
+    zygotes = {pid for pid in python if parent[pid] in agents}
+    sessions = {pid for pid in python if parent[pid] in zygotes}
+    return {"agent": sum(process_cpu(p, reaped=False) for p in agents),
+            "sessions": sum(process_cpu(p) for p in zygotes | sessions)}
+
+
+async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
+    task = env.tasks()[0]
+    before, client, started, episodes = roles(), own_cpu(), time.perf_counter(), 0
+    while time.perf_counter() - started < seconds:
+        await env.reset(task)
+        for _ in range(steps):
+            result = await env.step(ACTION)
+            if result.observation[0].text.strip() != "1":
+                raise RuntimeError(f"the step answered {result.observation[0].text!r}, not 1")
+        episodes += 1
+    wall, client, after = time.perf_counter() - started, own_cpu() - client, roles()
+    split = {"client": client, **{k: after[k] - before[k] for k in after}}
+    per_episode = {f"{k}_ms_per_episode": v / episodes * 1e3 for k, v in split.items()}
+    total = sum(split.values()) / episodes * 1e3
+    return {"episodes": episodes, "wall_ms_per_episode": wall / episodes * 1e3, **per_episode,
+            "total_ms_per_episode": total, "total_ms_per_step": total / steps if steps else None}
+
+
+async def level(steps: int, args: argparse.Namespace) -> dict[str, Any]:
+    await warm_up("local", count=2)
+    env = agentgym.make("code", sandbox_backend="local", max_turns=10**9)
+    try:
+        await window(env, steps, args.seconds / 2)  # warm-up: the pool settles, every path has run
+        runs = [await window(env, steps, args.seconds) for _ in range(args.repeat)]
+    finally:
+        await env.close()
+        await shutdown_pools()
+    return {"steps": steps, "summary": summarize([{k: v for k, v in r.items() if v is not None} for r in runs]),
+            "runs": runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=[0, 20], help="python calls per episode")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured window at least")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smoke test: short windows")
+    parser.add_argument("--out", type=Path, default=results_path("episode_cost"))
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.repeat = 0.5, 2
+    info = run_info()
+    rows = [asyncio.run(level(n, args)) for n in args.steps]
+    print(f"\nCPU-ms per episode on the local backend, one env (pid {os.getpid()}); median (min–max) of the repeats")
+    print(f"{'steps':>5} {'client':>18} {'agent':>18} {'sessions+wipe':>18} {'total':>18} {'wall':>8}")
+    for r in rows:
+        s = r["summary"]
+        print(f"{r['steps']:>5} " + " ".join(f"{fmt(s[k + '_ms_per_episode'], '{:.2f}'):>18}"
+                                             for k in ("client", "agent", "sessions", "total"))
+              + f" {s['wall_ms_per_episode']['median']:>8.2f}")
+    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
+
+
+if __name__ == "__main__":
+    main()
