@@ -71,4 +71,5 @@ async def test_a_grader_sandbox_killed_mid_grading_is_an_error_not_a_grade(backe
 async def test_the_submission_sandbox_killed_alone_is_graded_with_the_reason(backend):
     result = (await grade_while_breaking(backend, ["submission"])).result()
     assert result.terminated and result.reward == 0.0
-    assert "the submission's sandbox failed during a call" in json.dumps(result.info)
+    # during its slow first call, or while loading on a slow machine: graded either way, with the reason
+    assert "the submission's sandbox failed" in json.dumps(result.info)
