@@ -70,6 +70,19 @@ def test_wipe_cost(tmp_path: Path) -> None:
         assert is_spread(row["summary"]["close_to_answer_p50_ms"])
 
 
+def test_episode_cost(tmp_path: Path) -> None:
+    result = run_quick("episode_cost", tmp_path)
+    rows = {r["steps"]: r["summary"] for r in result["levels"]}
+    assert set(rows) == {0, 20}
+    for steps, row in rows.items():
+        parts = {role: row[f"{role}_ms_per_episode"]["median"] for role in ("client", "agent", "sessions")}
+        assert parts["sessions"] > 0, (steps, parts)  # the wipe's fork, in the zygote's count, was charged
+        assert sum(parts.values()) == pytest.approx(row["total_ms_per_episode"]["median"], rel=0.5)
+    # steps are charged to the client and to the agent that runs them
+    for role in ("client", "agent"):
+        assert rows[20][f"{role}_ms_per_episode"]["median"] > rows[0][f"{role}_ms_per_episode"]["median"], role
+
+
 def test_humaneval_reference(tmp_path: Path) -> None:
     result = run_quick("humaneval_reference", tmp_path)
     rows = {r["run"]: r for r in result["rows"]}
