@@ -180,6 +180,7 @@ async def serve(env_id: str, env_kwargs: dict[str, Any], *, transport: str = "st
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((HOST, port))
+            sock.listen(128)  # before the address is announced: a client that connects at once waits, not refused
             app = server.streamable_http_app(host=HOST)
             if announce is not None:
                 announce(f"http://{HOST}:{sock.getsockname()[1]}/mcp")

@@ -255,6 +255,24 @@ async def test_mcp_serve_over_http_on_localhost(tmp_path):
         await proc.wait()
 
 
+async def test_the_announced_http_address_takes_connections_at_once():
+    """A client that connects the moment the address is printed is queued, not refused (this was a flake)."""
+    import socket
+
+    from agentgym.mcp.serve import serve
+
+    class Announced(Exception):
+        pass
+
+    def connect_now(url: str) -> None:
+        host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5):
+            raise Announced(url)  # before the HTTP server has started: ends serve()
+
+    with pytest.raises(Announced):
+        await serve("toy", {}, transport="http", port=0, announce=connect_now)
+
+
 def test_mcp_serve_refuses_an_unknown_env(tmp_path):
     done = subprocess.run([sys.executable, "-m", "agentgym.cli", "mcp", "serve", "toyy"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
