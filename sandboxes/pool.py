@@ -31,14 +31,15 @@ import logging
 import math
 import time
 import weakref
-from collections.abc import Coroutine, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.base import Limits, Sandbox
 from agentgym.sandboxes.hosts import PLACE_SECONDS, Endpoint, EndpointsFull, add_holder, configured
 from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.warm import RETRY_SECONDS, WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,6 @@ BACKENDS = ("docker", "local")
 MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and their spares
 PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
-RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
 SMOOTHING = 0.2  # weight of the newest sample in the pool's running means (wipe duration, gap between acquires)
 
 PoolKey = tuple[str, str, Limits, bool | str]  # backend, image, limits, purpose (False: models)
@@ -114,7 +114,7 @@ def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:
     closing.add_done_callback(_orphans.discard)
 
 
-class SandboxPool:
+class SandboxPool(WarmPool[AgentSandbox]):
     """Keeps sandboxes of one kind ready and hands them out.
 
     Usable as an env's ``sandbox_backend=`` provider: ``Env(sandbox_backend=SandboxPool("docker", size=8))``.
@@ -139,41 +139,30 @@ class SandboxPool:
             process's configured ones, see :mod:`~agentgym.sandboxes.hosts`).
     """
 
+    limits: Limits
+
     def __init__(
         self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
         *, max_size: int | None = None, recycle: bool = True, hosts: Sequence[Endpoint] | None = None,
     ) -> None:
+        super().__init__(size, max_size, limits or Limits())
         self.backend = backend
         self.hosts = tuple(hosts) if hosts is not None else None
         self._loop: asyncio.AbstractEventLoop | None = None  # where its sandboxes live, once known
         add_holder(self)
         self.image = image
-        self.limits = limits or Limits()
-        self.size = size
-        self.max_size = max(size, max_size if max_size is not None else size)
         self.recycle = recycle
-        self._ready: collections.deque[AgentSandbox] = collections.deque()
-        self._starting = 0
         self._wiping = 0  # closed sandboxes on their way back: they count as spares to come
         self._lent = 0  # handed out by a recycling pool: they come back when closed
         self._cold = 0  # started for a caller who could not wait: theirs, not the pool's
         self._waiters: collections.deque[asyncio.Future[AgentSandbox]] = collections.deque()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._gate: asyncio.Semaphore | None = None
-        self._backoff_until = 0.0
-        self._failure: str | None = None
-        self._closed = False
         self._wipe_seconds = Mean()  # how long a wipe takes
         self._acquire_gap = Mean()  # time between acquires
         self._last_acquire: float | None = None
 
     def __repr__(self) -> str:
         return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
-
-    @property
-    def ready(self) -> int:
-        """Spares ready to hand out now."""
-        return len(self._ready)
 
     async def acquire(self) -> AgentSandbox:
         """A ready sandbox; the caller owns it and must ``close()`` it.
@@ -223,23 +212,6 @@ class SandboxPool:
         self._refill()
         return sandbox
 
-    async def fill(self) -> None:
-        """Start spares and wait until ``size`` are ready.
-
-        Raises:
-            SandboxError: A spare could not be started; the message says why.
-        """
-        self._loop = asyncio.get_running_loop()
-        self.backend = await resolve_backend(self.backend)
-        while self.ready < self.size and not self._closed:
-            self._failure, self._backoff_until = None, 0.0
-            for _ in range(self.size - self.ready - self._starting):
-                self._starting += 1
-                self._spawn(self._add_one())
-            await asyncio.gather(*self._tasks)
-            if self._failure is not None:
-                raise SandboxError(f"could not start a {self.backend} sandbox: {self._failure}")
-
     async def shutdown(self) -> None:
         """Stop refilling and destroy the spares; sandboxes already handed out are the callers'."""
         self._closed = True
@@ -247,9 +219,7 @@ class SandboxPool:
             waiting = self._waiters.popleft()
             if not waiting.done():
                 waiting.set_exception(SandboxError("the sandbox pool is shut down"))
-        await asyncio.gather(*self._tasks, return_exceptions=True)  # starts in flight close what they make
-        spares, self._ready = list(self._ready), collections.deque()
-        await asyncio.gather(*(s.close() for s in spares))
+        await super().shutdown()
 
     def reclaim(self, endpoints: Sequence[Endpoint]) -> bool:
         """Destroy a ready spare on one of ``endpoints``, for a caller who found them all full; whether there was one.
@@ -284,10 +254,6 @@ class SandboxPool:
         else:
             self._deliver(sandbox)
 
-    def _fit(self, sandbox: AgentSandbox) -> bool:
-        """Alive, and with most of its wall time ahead."""
-        return sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2
-
     def _hand_out(self, sandbox: AgentSandbox) -> AgentSandbox:
         if self.recycle:
             self._lent += 1
@@ -318,6 +284,16 @@ class SandboxPool:
         else:
             self._deliver(fresh)
 
+    async def _prepare(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.backend = await resolve_backend(self.backend)
+
+    def _kind(self) -> str:
+        return f"{self.backend} sandbox"
+
+    async def _start_spare(self) -> AgentSandbox:
+        return await self._start(spare=True)
+
     async def _start(self, *, spare: bool = False) -> AgentSandbox:
         if self._gate is None:
             self._gate = asyncio.Semaphore(PARALLEL_STARTS)
@@ -333,17 +309,13 @@ class SandboxPool:
         during_a_wipe = math.ceil(wipe / gap) if wipe and gap else 0
         return 1 + min(during_a_wipe, self._lent + self._cold)
 
-    def _refill(self) -> None:
+    def _target(self) -> int:
         # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep,
         # and spares beyond the lent ones keep the next callers from waiting for a wipe.
-        target = max(self.size, self._lent + self._cold + self.spares()) if self.recycle else self.size
-        population = len(self._ready) + self._starting + self._wiping + self._lent + self._cold
-        missing = min(target, self.max_size) - population
-        if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
-            return
-        for _ in range(missing):
-            self._starting += 1
-            self._spawn(self._add_one())
+        return max(self.size, self._lent + self._cold + self.spares()) if self.recycle else self.size
+
+    def _population(self) -> int:
+        return len(self._ready) + self._starting + self._wiping + self._lent + self._cold
 
     def _deliver(self, sandbox: AgentSandbox) -> None:
         """A ready sandbox: to the first caller still waiting, else onto the ready queue."""
@@ -354,28 +326,11 @@ class SandboxPool:
                 return
         self._ready.append(sandbox)
 
-    async def _add_one(self) -> None:
-        try:
-            sandbox = await self._start(spare=True)
-        except Exception as e:
-            self._failure = str(e)
-            self._backoff_until = time.monotonic() + RETRY_SECONDS
-            if isinstance(e, EndpointsFull):  # no room for a spare: callers still get places, from spares too
-                log.info("no spare %s sandbox: %s", self.backend, e)
-            else:
-                log.warning("could not start a spare %s sandbox: %s", self.backend, e)
-            return
-        finally:
-            self._starting -= 1
-        if self._closed:
-            await sandbox.close()
+    def _start_failed(self, error: Exception) -> None:
+        if isinstance(error, EndpointsFull):  # no room for a spare: callers still get places, from spares too
+            log.info("no spare %s sandbox: %s", self.backend, error)
         else:
-            self._deliver(sandbox)
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+            super()._start_failed(error)
 
 
 class Mean:

@@ -2,32 +2,30 @@
 
 :func:`acquire_browser` pops a ready browser; :func:`release_browser` closes its contexts and puts it
 back for the next episode (or closes it). A pool keeps ``size`` spares ready, and each caller who
-finds none ready makes it keep one more (up to ``max_size``), as the python sandbox pools do.
+finds none ready makes it keep one more (up to ``max_size``). Starting spares in the background,
+pausing after a failed start and handing out only live, young browsers are
+:class:`~agentgym.sandboxes.warm.WarmPool`'s, as for the python sandbox pools.
 Pools are per event loop, backend and limits, shared by every env of a process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
-import time
 import weakref
-from collections.abc import Coroutine
-from typing import Any
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes.browser.frames import Frames
 from agentgym.sandboxes.browser.launch import BrowserLimits, stop_driver
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
+from agentgym.sandboxes.warm import WarmPool
 
 log = logging.getLogger(__name__)
 
 MAX_SHARED_BROWSERS = 32
-RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
 
 
-class BrowserPool:
+class BrowserPool(WarmPool[BrowserSandbox]):
     """Keeps browser sandboxes of one kind ready and takes them back after use.
 
     Args:
@@ -39,27 +37,16 @@ class BrowserPool:
         frames: How its browsers draw: ``"free"`` or ``"on_demand"`` (see :func:`create_browser`).
     """
 
+    limits: BrowserLimits
+
     def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
                  *, max_size: int | None = None, frames: Frames = "free") -> None:
+        super().__init__(size, max_size, limits or BrowserLimits())
         self.backend = backend
-        self.limits = limits or BrowserLimits()
         self.frames: Frames = frames
-        self.size = size
-        self.max_size = max(size, max_size if max_size is not None else size)
-        self._ready: collections.deque[BrowserSandbox] = collections.deque()
-        self._starting = 0
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._backoff_until = 0.0
-        self._failure: str | None = None
-        self._closed = False
 
     def __repr__(self) -> str:
         return f"<BrowserPool {self.backend} ready={self.ready} size={self.size}>"
-
-    @property
-    def ready(self) -> int:
-        """Browsers ready to hand out now."""
-        return len(self._ready)
 
     async def acquire(self) -> BrowserSandbox:
         """A ready browser with no context open; give it back with :meth:`release`.
@@ -100,58 +87,11 @@ class BrowserPool:
         await sandbox.close()
         self._refill()
 
-    async def fill(self) -> None:
-        """Start spares and wait until ``size`` are ready.
+    def _kind(self) -> str:
+        return "browser sandbox"
 
-        Raises:
-            SandboxError: A browser could not be started; the message says why.
-        """
-        while self.ready < self.size and not self._closed:
-            self._failure, self._backoff_until = None, 0.0
-            for _ in range(self.size - self.ready - self._starting):
-                self._starting += 1
-                self._spawn(self._add_one())
-            await asyncio.gather(*self._tasks)
-            if self._failure is not None:
-                raise SandboxError(f"could not start a browser sandbox: {self._failure}")
-
-    async def shutdown(self) -> None:
-        """Stop refilling and close the spares; browsers handed out are the callers' to release."""
-        self._closed = True
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        spares, self._ready = list(self._ready), collections.deque()
-        await asyncio.gather(*(s.close() for s in spares))
-
-    def _fit(self, sandbox: BrowserSandbox) -> bool:
-        return sandbox.connected and time.monotonic() - sandbox.started < self.limits.wall_seconds / 2
-
-    def _refill(self) -> None:
-        missing = min(self.size, self.max_size) - len(self._ready) - self._starting
-        if self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
-            return
-        for _ in range(missing):
-            self._starting += 1
-            self._spawn(self._add_one())
-
-    async def _add_one(self) -> None:
-        try:
-            sandbox = await create_browser(self.backend, self.limits, frames=self.frames)
-        except Exception as e:
-            self._failure = str(e)
-            self._backoff_until = time.monotonic() + RETRY_SECONDS
-            log.warning("could not start a spare browser sandbox: %s", e)
-            return
-        finally:
-            self._starting -= 1
-        if self._closed:
-            await sandbox.close()
-        else:
-            self._ready.append(sandbox)
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def _start_spare(self) -> BrowserSandbox:
+        return await create_browser(self.backend, self.limits, frames=self.frames)
 
 
 PoolKey = tuple[str, BrowserLimits, Frames]
