@@ -28,11 +28,10 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from cpu_accounting import CpuMeter, container_memory, own_containers, process_tree_memory
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, percentile, spread, summarize
 
 import agentgym
@@ -203,12 +202,10 @@ def main() -> None:
     parser.add_argument("--backend", nargs="+", default=["docker", "local"])
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--steps", type=int, default=20, help="steps per episode")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured window at least")
-    parser.add_argument("--repeat", type=int, default=5, help="measured windows per level; medians are reported")
     parser.add_argument("--warmup", type=float, default=3.0,
                         help="unmeasured seconds of episodes first (the pool sizes its spares from demand meanwhile)")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 1 and 2 sessions, 2 short windows")
-    parser.add_argument("--out", type=Path, default=results_path("code_env_throughput"))
+    run_options(parser, "code_env_throughput", repeat=5, quick="1 and 2 sessions, 2 short windows",
+                repeat_help="measured windows per level; medians are reported", seconds=5.0)
     args = parser.parse_args()
     if args.quick:
         args.sessions, args.steps, args.seconds, args.repeat, args.warmup = [1, 2], 3, 0.3, 2, 0.0

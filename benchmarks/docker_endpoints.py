@@ -24,10 +24,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, percentile, summarize
 
 from agentgym.sandboxes import builder, docker, hosts
@@ -105,9 +104,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500, help="round trips timed per run")
     parser.add_argument("--starts", type=int, default=15, help="sandbox starts timed per run")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="smoke test: 20 calls, 2 starts, one run")
-    parser.add_argument("--out", type=Path, default=results_path("docker_endpoints"))
+    run_options(parser, "docker_endpoints", repeat=3, quick="20 calls, 2 starts, one run")
     args = parser.parse_args()
     if args.quick:
         args.calls, args.starts, args.repeat = 20, 2, 1

@@ -19,11 +19,10 @@ import asyncio
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from cpu_accounting import comm, own_cpu, process_cpu, tree
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, summarize
 
 import agentgym
@@ -79,10 +78,7 @@ async def level(steps: int, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 20], help="python calls per episode")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured window at least")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="smoke test: short windows")
-    parser.add_argument("--out", type=Path, default=results_path("episode_cost"))
+    run_options(parser, "episode_cost", repeat=5, quick="short windows", seconds=5.0)
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.repeat = 0.5, 2

@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 from cpu_accounting import BENCH_OWNER_LABEL, CpuMeter, cgroup_parent, remove_cgroup_parent
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, spread, summarize
 
 from agentgym.envs.code.policies import ReferenceSolution
@@ -181,9 +181,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--limit", type=int, default=164, help="tasks (HumanEval has 164)")
-    parser.add_argument("--repeat", type=int, default=5, help="rounds of every run; medians are reported")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 8 tasks, 2 rounds")
-    parser.add_argument("--out", type=Path, default=results_path("humaneval_reference"))
+    run_options(parser, "humaneval_reference", repeat=5, quick="8 tasks, 2 rounds",
+                repeat_help="rounds of every run; medians are reported")
     args = parser.parse_args()
     if args.quick:
         args.limit, args.repeat = 8, 2

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, spread
 
 HERE = Path(__file__).parent
@@ -89,9 +89,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps per episode")
     parser.add_argument("--min-steps", type=int, default=2000, help="measured steps per target and run at least")
     parser.add_argument("--min-episodes", type=int, default=3, help="measured episodes per session at least")
-    parser.add_argument("--repeat", type=int, default=5, help="harness runs; medians are reported")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 2 sessions, 1 run, 200 steps")
-    parser.add_argument("--out", type=Path, default=results_path("openenv_side_by_side"))
+    run_options(parser, "openenv_side_by_side", repeat=5, quick="2 sessions, 1 run, 200 steps",
+                repeat_help="harness runs; medians are reported")
     args = parser.parse_args()
     if args.quick:
         args.sessions, args.repeat, args.min_steps, args.min_episodes = 2, 1, 200, 1

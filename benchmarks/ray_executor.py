@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, spread, summarize
 
 from agentgym.envs.code.policies import ReferenceSolution
@@ -131,9 +131,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=164, help="HumanEval tasks")
     parser.add_argument("--toy-samples", type=int, default=100, help="episodes per toy task (3 tasks)")
-    parser.add_argument("--repeat", type=int, default=3, help="rounds of every run; medians are reported")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 8 tasks, 15 toy episodes, 1 round")
-    parser.add_argument("--out", type=Path, default=results_path("ray_executor"))
+    run_options(parser, "ray_executor", repeat=3, quick="8 tasks, 15 toy episodes, 1 round",
+                repeat_help="rounds of every run; medians are reported")
     args = parser.parse_args()
     if args.quick:
         args.limit, args.toy_samples, args.repeat = 8, 5, 1

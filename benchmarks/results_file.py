@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -17,6 +18,17 @@ RESULTS_DIR = Path(__file__).parent / "results"
 def results_path(name: str) -> Path:
     """The default results file of the benchmark ``name``."""
     return RESULTS_DIR / f"{name}.json"
+
+
+def run_options(parser: argparse.ArgumentParser, name: str, *, repeat: int, quick: str,
+                repeat_help: str | None = None, seconds: float | None = None) -> None:
+    """Add the options every benchmark has: ``--repeat``, ``--quick`` (a smoke test; ``quick`` says what
+    it runs), ``--out`` (default ``results/NAME.json``), and ``--seconds`` for one that measures windows."""
+    if seconds is not None:
+        parser.add_argument("--seconds", type=float, default=seconds, help="length of each measured window at least")
+    parser.add_argument("--repeat", type=int, default=repeat, help=repeat_help)
+    parser.add_argument("--quick", action="store_true", help=f"smoke test: {quick}")
+    parser.add_argument("--out", type=Path, default=results_path(name))
 
 
 def save_results(data: Any, path: Path) -> Path:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from cpu_accounting import CpuMeter
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, spread
 
 from agentgym.sandboxes import Limits, Sandbox, SandboxPool, engine
@@ -228,12 +228,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", nargs="+", default=["docker", "local"])
     parser.add_argument("--n", type=int, nargs="+", default=[1, 4, 8], help="forks per call")
-    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--files", type=int, default=300, help="files in the synthetic repository")
     parser.add_argument("--bytes", type=int, default=1_500_000, help="bytes in the synthetic repository")
     parser.add_argument("--tree", type=Path, help="a real directory to use as the repository instead")
-    parser.add_argument("--quick", action="store_true", help="smoke test: a small tree, n = 1 and 2, 2 repeats")
-    parser.add_argument("--out", type=Path, default=results_path("sandbox_fork"))
+    run_options(parser, "sandbox_fork", repeat=5, quick="a small tree, n = 1 and 2, 2 repeats")
     args = parser.parse_args()
     if args.quick:
         args.n, args.repeat, args.files, args.bytes = [1, 2], 2, 30, 60_000

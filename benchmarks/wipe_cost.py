@@ -19,11 +19,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 from cpu_accounting import CpuMeter
-from results_file import results_path, run_info, save_results
+from results_file import run_info, run_options, save_results
 from stats import fmt, percentile, summarize
 
 from agentgym.sandboxes import Sandbox, SandboxPool
@@ -87,10 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", nargs="+", default=["docker", "local"])
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8], help="concurrent close/acquire loops")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measured window at least")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="smoke test: 1 loop, 2 short windows")
-    parser.add_argument("--out", type=Path, default=results_path("wipe_cost"))
+    run_options(parser, "wipe_cost", repeat=5, quick="1 loop, 2 short windows", seconds=5.0)
     args = parser.parse_args()
     if args.quick:
         args.sessions, args.seconds, args.repeat = [1], 0.5, 2
