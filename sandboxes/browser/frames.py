@@ -29,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, Page
+    from playwright.async_api import Page
+
+    from agentgym.sandboxes.browser.direct import PageSession
 
 Frames = Literal["on_demand", "free"]
 T = TypeVar("T")
@@ -54,7 +56,7 @@ SCREENSHOT_TRIES = 5
 
 
 class PageFrames:
-    """Frames and screenshots of one page; its DevTools session is opened on first use and kept.
+    """Frames and screenshots of one page, asked for on its direct DevTools session.
 
     Args:
         page: A Playwright ``Page`` of a browser sandbox.
@@ -62,12 +64,15 @@ class PageFrames:
         lock: The browser's frame lock, shared by all its pages: Chromium takes one frame request
             at a time per browser, whatever the page (a second one in flight makes its GPU process
             exit with "overlapping IssueExternalBeginFrame", and after six such exits the browser).
+        session: Gets the page's direct DevTools session (``BrowserSandbox.session``); frames are
+            asked for on it, and so may anything else that should skip Playwright's driver.
     """
 
-    def __init__(self, page: Page, on_demand: bool, lock: asyncio.Lock) -> None:
+    def __init__(self, page: Page, on_demand: bool, lock: asyncio.Lock,
+                 session: Callable[[], Awaitable[PageSession]]) -> None:
         self.page = page
         self.on_demand = on_demand
-        self._session: CDPSession | None = None
+        self.session = session
         self._lock = lock
 
     async def draw(self) -> None:
@@ -112,10 +117,10 @@ class PageFrames:
         return png if clip is None else _crop(png, clip)
 
     async def _begin_frame(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = await self.session()
         async with self._lock:
-            if self._session is None:
-                self._session = await self.page.context.new_cdp_session(self.page)
-            return await self._session.send("HeadlessExperimental.beginFrame", params)
+            (frame,) = await session.send(("HeadlessExperimental.beginFrame", params))
+            return frame
 
 
 def _crop(png: bytes, clip: tuple[int, int, int, int]) -> bytes:

@@ -1,12 +1,13 @@
 """How Chromium starts for a browser sandbox: in a container (``docker``) or on the host (``local``).
 
-Both are Playwright's ordinary ``chromium.launch(executable_path=...)`` over ``--remote-debugging-pipe``.
-For Docker the executable is ``chromium-in-docker``, a small script beside this module that execs
-``docker run -i --rm --network none <image> ...`` and, inside, maps the container's stdin/stdout onto
-Chromium's pipe fds 3/4: no port and no socket on the host, and nothing but the pipe between the
-page and the host. The container carries the owner labels of every agentgym container
-(:func:`~agentgym.sandboxes.engine.owner_labels`), so ``agentgym sandbox ls``/``prune`` and the
-reaper treat it like the others, plus ``agentgym.kind=browser``.
+Both are Playwright's ordinary ``chromium.launch(executable_path=...)`` over ``--remote-debugging-pipe``,
+with the pipe running through this process (:class:`~agentgym.sandboxes.browser.direct.DirectPipe`):
+the executable is the pipe's launcher, which hands the pipe over and execs the host's Chromium, or
+``docker run -i --rm --network none <image> ...`` whose stdin/stdout the container maps onto
+Chromium's pipe fds 3/4: no port and no socket on the host once the browser runs, and nothing but
+the pipe between the page and the host. The container carries the owner labels of every agentgym
+container (:func:`~agentgym.sandboxes.engine.owner_labels`), so ``agentgym sandbox ls``/``prune`` and
+the reaper treat it like the others, plus ``agentgym.kind=browser``.
 
 The Playwright driver (one Node process) is started once per event loop and shared by every browser
 of that loop. Playwright is imported here, inside functions, so ``import agentgym`` never imports it.
@@ -25,13 +26,13 @@ from pydantic import BaseModel, ConfigDict
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
+from agentgym.sandboxes.browser.direct import DirectPipe
 from agentgym.sandboxes.browser.frames import ON_DEMAND_ARGS
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Playwright
 
 IMAGE = "chromium"  # the recipe in agentgym/sandboxes/images/chromium.json
-WRAPPER = Path(__file__).with_name("chromium-in-docker")
 HEADLESS_SHELL = "chromium-headless-shell"
 LOCAL_CHROMIUMS = (f"/usr/bin/{HEADLESS_SHELL}", "/usr/bin/chromium")
 """Debian's, in order of preference (``playwright install`` is not needed). The headless shell (package
@@ -130,7 +131,7 @@ def container_name() -> str:
 
 
 def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
-    """``docker run`` options, image and command up to Chromium's arguments, for ``chromium-in-docker``.
+    """``docker run`` options, image and command up to Chromium's arguments (Playwright's follow them).
 
     No network, a read-only root with a size-capped ``/tmp``, capped memory (no swap), CPU and
     processes, no capabilities, no privilege escalation, an unprivileged user, and an environment
@@ -151,7 +152,7 @@ def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
         *(f"--label={key}={value}" for key, value in labels.items()),
         ref,
         "timeout", "-s", "KILL", f"{int(limits.wall_seconds)}",
-        "sh", "-c", INNER, "chromium-in-docker",
+        "sh", "-c", INNER, "chromium",
     ]
 
 
@@ -160,7 +161,7 @@ def can_draw_on_demand(executable: str) -> bool:
     return Path(executable).name == HEADLESS_SHELL
 
 
-async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: bool) -> Browser:
+async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: bool) -> tuple[Browser, DirectPipe]:
     """Start Chromium (the image's headless shell) in container ``name`` from image ``ref``.
 
     The caller removes the container on failure. ``on_demand``: draw frames only when asked.
@@ -168,12 +169,8 @@ async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: b
     Raises:
         SandboxError: Chromium did not start (the message carries Playwright's log of why).
     """
-    if not os.access(WRAPPER, os.X_OK):
-        raise SandboxError(f"{WRAPPER} is missing or not executable; reinstall agentgym")
-    run = "\n".join(docker_run_args(name, ref, limits))
-    pw = await driver()
     args = list(ON_DEMAND_ARGS) if on_demand else []
-    return await _launch(pw, str(WRAPPER), args, {**os.environ, "AGENTGYM_BROWSER_RUN": run})
+    return await _launch(["docker", "run", *docker_run_args(name, ref, limits)], args)
 
 
 def local_chromium() -> str:
@@ -189,7 +186,7 @@ def local_chromium() -> str:
                        "apt-get install chromium-headless-shell")
 
 
-async def launch_local(executable: str, marker: str, on_demand: bool) -> Browser:
+async def launch_local(executable: str, marker: str, on_demand: bool) -> tuple[Browser, DirectPipe]:
     """Start the host's Chromium at ``executable`` (no isolation at all), its main process tagged with ``marker``.
 
     ``on_demand``: draw frames only when asked (the headless shell only: :func:`can_draw_on_demand`).
@@ -197,22 +194,30 @@ async def launch_local(executable: str, marker: str, on_demand: bool) -> Browser
     Raises:
         SandboxError: Chromium did not start.
     """
-    pw = await driver()
-    args = [f"{MARKER}={marker}", *(ON_DEMAND_ARGS if on_demand else ())]
-    return await _launch(pw, executable, args, None)
+    return await _launch([executable], [f"{MARKER}={marker}", *(ON_DEMAND_ARGS if on_demand else ())])
 
 
-async def _launch(
-    pw: Playwright, executable: str, args: list[str], env: dict[str, str | float | bool] | None,
-) -> Browser:
+async def _launch(command: list[str], args: list[str]) -> tuple[Browser, DirectPipe]:
+    """Playwright's launch of ``command`` + its arguments + ``args``, the pipe relayed by this process."""
     from playwright.async_api import Error
 
+    pw = await driver()
+    pipe = DirectPipe()
+    attached = asyncio.ensure_future(pipe.attach())
     try:
-        return await pw.chromium.launch(
-            executable_path=executable, args=args, env=env, headless=True, timeout=LAUNCH_TIMEOUT_MS,
+        browser = await pw.chromium.launch(
+            executable_path=pipe.executable, args=args, env={**os.environ, **pipe.launch_env(command)},
+            headless=True, timeout=LAUNCH_TIMEOUT_MS,
         )
-    except Error as e:
-        raise SandboxError(f"Chromium did not start: {e.message}") from e
+        await attached  # done: Playwright spoke to the browser through it
+    except BaseException as e:
+        attached.cancel()
+        await asyncio.gather(attached, return_exceptions=True)
+        pipe.close("the launch failed")
+        if isinstance(e, Error):
+            raise SandboxError(f"Chromium did not start: {e.message}") from e
+        raise
+    return browser, pipe
 
 
 def local_browser_pid(marker: str) -> int | None:
