@@ -13,6 +13,12 @@ commands of its own in between, on the DevTools session of a page Playwright ope
 Playwright's, which count from 1) come back here and never reach Playwright. So a click and the
 read after it are two writes and two reads of this process, a few hundred microseconds each.
 
+For a container on a local engine, Chromium's end of the pipe need not cross Docker's attach stream
+(the ``docker`` client, dockerd and the container's shim, three copies and about 5 ms of CPU per
+GUI env step): the pipe is then two FIFOs in a fresh directory of their own, mounted read-only into
+the container, which Chromium opens inside as its fds 3 and 4 while this process holds the other
+ends (:class:`Fifos`); once both are open they are unlinked and the directory removed.
+
 Nothing listens once the launcher has connected: the socket is unlinked, the directory removed.
 When Chromium's end closes (it exited or crashed) Playwright's end is closed too, so Playwright
 sees the browser go as before, and commands of this process waiting for replies fail.
@@ -22,11 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import secrets
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -47,15 +55,75 @@ REPLY_SECONDS = 30.0
 READ_BYTES = 1 << 20
 
 
+class Fifos:
+    """Chromium's end of the pipe as two FIFOs in a fresh directory, for a container to open as fds 3 and 4.
+
+    The directory and FIFOs belong to ``uid`` (the container's user) with modes 0700 and 0600 when
+    this process is root; otherwise the container's user cannot be given them, and the directory is
+    0711 (not listable) and the FIFOs 0666 under names of 128 random bits. The read end is opened
+    at once (non-blocking), so Chromium's open for writing does not wait; the write end once
+    Chromium has opened its reading side (:meth:`open_writer`).
+    """
+
+    def __init__(self, uid: int) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="agentgym-browser-pipe-"))
+        token = secrets.token_hex(16)
+        self.into, self.out = f"{token}.in", f"{token}.out"
+        try:
+            for name in (self.into, self.out):
+                os.mkfifo(self.dir / name, 0o600)
+                if os.geteuid() == 0:
+                    os.chown(self.dir / name, uid, uid)
+                else:
+                    os.chmod(self.dir / name, 0o666)
+            if os.geteuid() == 0:
+                os.chown(self.dir, uid, uid)
+            else:
+                os.chmod(self.dir, 0o711)
+            self.reader = os.open(self.dir / self.out, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except BaseException:
+            self.remove()
+            raise
+
+    async def open_writer(self, launcher: int, timeout: float) -> int:
+        """The write end, once Chromium has opened both FIFOs (it opens this one last).
+
+        Raises:
+            SandboxError: Process ``launcher`` (the ``docker run`` Playwright started) ended first,
+                or Chromium did not open the FIFO within ``timeout``.
+        """
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                return os.open(self.dir / self.into, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError as e:
+                if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+                    raise SandboxError(f"could not open the browser's pipe: {e}") from e
+            if not _running(launcher):
+                raise SandboxError("the browser's container ended before Chromium opened its pipe")
+            if asyncio.get_running_loop().time() > deadline:
+                raise SandboxError("the browser never opened its pipe")
+            await asyncio.sleep(0.002)
+
+    def remove(self) -> None:
+        """Unlink the FIFOs and their directory (open ends stay open)."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class DirectPipe:
     """Relays one browser's DevTools pipe between Playwright and Chromium, and sends commands of its own on it.
 
     Make it, pass :meth:`launch_env` to Playwright's launch of :meth:`executable`, and await
     :meth:`attach` alongside the launch: the launcher connects, hands over the pipe's ends, and
     the relay runs in this event loop from then on.
+
+    Args:
+        fifos: Chromium's end as :class:`Fifos` for a container to open (mount ``fifos.dir``), or
+            None: a pipe the launcher makes and hands over with Playwright's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fifos: Fifos | None = None) -> None:
+        self.fifos = fifos
         self._dir = Path(tempfile.mkdtemp(prefix="agentgym-browser-"))  # 0700: only this user reaches the socket
         self._socket = self._dir / "pipe.sock"
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -81,8 +149,9 @@ class DirectPipe:
         return str(self._dir / "chromium")
 
     def launch_env(self, command: list[str]) -> dict[str, str]:
-        """The launcher's environment: the socket, and what it becomes (``command`` then Playwright's arguments)."""
-        return {"AGENTGYM_BROWSER_SOCKET": str(self._socket), "AGENTGYM_BROWSER_COMMAND": "\n".join(command)}
+        """The launcher's environment: the socket, what it execs (``command``, Playwright's arguments), the pipe."""
+        return {"AGENTGYM_BROWSER_SOCKET": str(self._socket), "AGENTGYM_BROWSER_COMMAND": "\n".join(command),
+                "AGENTGYM_BROWSER_PIPE": "fifos" if self.fifos else "pipes"}
 
     async def attach(self) -> None:
         """Take the pipe's ends from the launcher and start relaying; closes the socket and its directory.
@@ -98,13 +167,24 @@ class DirectPipe:
         finally:
             self._drop_socket()
         with conn:
+            launcher = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
             conn.setblocking(True)
             conn.settimeout(ATTACH_SECONDS)
             _, fds, _, _ = await asyncio.to_thread(socket.recv_fds, conn, 16, 4)
-        if len(fds) != 4:
+        expected = 2 if self.fifos else 4
+        if len(fds) != expected:
             for fd in fds:
                 os.close(fd)
-            raise SandboxError(f"the browser launcher sent {len(fds)} descriptors, not 4")
+            raise SandboxError(f"the browser launcher sent {len(fds)} descriptors, not {expected}")
+        if self.fifos:
+            try:
+                fds += [await self.fifos.open_writer(launcher, ATTACH_SECONDS), self.fifos.reader]
+            except BaseException:
+                for fd in fds:
+                    os.close(fd)
+                raise
+            finally:
+                self.fifos.remove()
         from_playwright, to_playwright, to_browser, from_browser = fds
         for fd in fds:
             os.set_inheritable(fd, False)
@@ -161,6 +241,11 @@ class DirectPipe:
             return
         self.closed = reason
         self._drop_socket()
+        if self.fifos is not None:
+            self.fifos.remove()
+            if not self._readers:  # never attached: the read end is not among the relay's
+                with contextlib.suppress(OSError):
+                    os.close(self.fifos.reader)
         loop = asyncio.get_event_loop()
         for fd in self._readers:
             loop.remove_reader(fd)
@@ -285,6 +370,14 @@ def _value(result: dict[str, Any]) -> Any:
 
 def _mouse(kind: str, x: float, y: float, button: str, clicks: int) -> tuple[str, dict[str, Any]]:
     return "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": button, "clickCount": clicks}
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _read(fd: int) -> bytes | None:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import engine
-from agentgym.sandboxes.browser.direct import DirectPipe
+from agentgym.sandboxes import channel, engine
+from agentgym.sandboxes.browser.direct import DirectPipe, Fifos
 from agentgym.sandboxes.browser.frames import ON_DEMAND_ARGS
 
 if TYPE_CHECKING:
@@ -41,12 +41,19 @@ of the time of the full browser, opens contexts faster, and can draw frames on d
 KIND_LABEL = f"{engine.LABEL}.kind"
 PID_FILE = "/tmp/chromium.pid"  # inside the container: the browser process, for kill_browser()
 MARKER = "--agentgym-browser"  # an inert switch naming a local browser's main process, for kill_browser()
-CODE_USER = "65534:65534"
+CODE_UID = 65534
+CODE_USER = f"{CODE_UID}:{CODE_UID}"
+PIPE_MOUNT = "/run/agentgym"
+"""Where the directory of a browser's FIFOs appears in its container (see ``direct.Fifos``)."""
 LAUNCH_TIMEOUT_MS = 60_000
 # Inside the container: note Chromium's pid, then become Chromium with the pipe on fds 3 (commands,
 # the container's stdin) and 4 (replies, its stdout); Chromium's own stdout joins its stderr.
 # The binary itself: Debian's /usr/bin/chromium-headless-shell is a script that runs it as a child.
 INNER = f'echo $$ >{PID_FILE} && exec /usr/lib/chromium/{HEADLESS_SHELL} "$@" 3<&0 4>&1 </dev/null >&2'
+# The same with the pipe as two FIFOs in a mounted directory ($0 commands in, $1 replies out). The replies'
+# FIFO is opened first: its reader is waiting, while the host opens the commands' one once this side has.
+INNER_FIFOS = (f'echo $$ >{PID_FILE} && out=$1 && shift && '
+               f'exec /usr/lib/chromium/{HEADLESS_SHELL} "$@" 4>"$out" 3<"$0" </dev/null >&2')
 
 
 class BrowserLimits(BaseModel):
@@ -130,18 +137,25 @@ def container_name() -> str:
     return f"agentgym-browser-{uuid.uuid4().hex[:12]}"
 
 
-def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
+def docker_run_args(name: str, ref: str, limits: BrowserLimits, fifos: Fifos | None = None) -> list[str]:
     """``docker run`` options, image and command up to Chromium's arguments (Playwright's follow them).
 
     No network, a read-only root with a size-capped ``/tmp``, capped memory (no swap), CPU and
     processes, no capabilities, no privilege escalation, an unprivileged user, and an environment
     of HOME and LANG only (the image sets PATH): nothing of the host's environment, files or
     Docker socket. ``--init`` reaps Chromium's children and ends the container when Chromium
-    ends; ``timeout`` enforces the wall time inside.
+    ends; ``timeout`` enforces the wall time inside. The DevTools pipe is the container's stdin
+    and stdout (``--interactive``: Docker's attach stream), or with ``fifos`` the two FIFOs of
+    their directory, mounted read-only at :data:`PIPE_MOUNT`: nothing else of the host's.
     """
     labels = {**engine.owner_labels(limits.wall_seconds), KIND_LABEL: "browser"}
+    if fifos is None:
+        stdio, inner = ["--interactive"], ["sh", "-c", INNER, "chromium"]
+    else:
+        stdio = [f"--mount=type=bind,source={fifos.dir},target={PIPE_MOUNT},readonly"]
+        inner = ["sh", "-c", INNER_FIFOS, f"{PIPE_MOUNT}/{fifos.into}", f"{PIPE_MOUNT}/{fifos.out}"]
     return [
-        "--interactive", "--rm", "--init", f"--name={name}",
+        *stdio, "--rm", "--init", f"--name={name}",
         "--network=none",
         f"--memory={limits.memory_mb}m", f"--memory-swap={limits.memory_mb}m",
         f"--cpus={limits.cpus:g}", f"--pids-limit={limits.pids}",
@@ -152,7 +166,7 @@ def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
         *(f"--label={key}={value}" for key, value in labels.items()),
         ref,
         "timeout", "-s", "KILL", f"{int(limits.wall_seconds)}",
-        "sh", "-c", INNER, "chromium",
+        *inner,
     ]
 
 
@@ -170,7 +184,8 @@ async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: b
         SandboxError: Chromium did not start (the message carries Playwright's log of why).
     """
     args = list(ON_DEMAND_ARGS) if on_demand else []
-    return await _launch(["docker", "run", *docker_run_args(name, ref, limits)], args)
+    fifos = Fifos(CODE_UID) if await asyncio.to_thread(channel.usable) else None
+    return await _launch(["docker", "run", *docker_run_args(name, ref, limits, fifos)], args, fifos)
 
 
 def local_chromium() -> str:
@@ -197,12 +212,12 @@ async def launch_local(executable: str, marker: str, on_demand: bool) -> tuple[B
     return await _launch([executable], [f"{MARKER}={marker}", *(ON_DEMAND_ARGS if on_demand else ())])
 
 
-async def _launch(command: list[str], args: list[str]) -> tuple[Browser, DirectPipe]:
+async def _launch(command: list[str], args: list[str], fifos: Fifos | None = None) -> tuple[Browser, DirectPipe]:
     """Playwright's launch of ``command`` + its arguments + ``args``, the pipe relayed by this process."""
     from playwright.async_api import Error
 
     pw = await driver()
-    pipe = DirectPipe()
+    pipe = DirectPipe(fifos)
     attached = asyncio.ensure_future(pipe.attach())
     try:
         browser = await pw.chromium.launch(
