@@ -53,6 +53,9 @@ MARKER = "agentgym-session-"
 ATTACH_SECONDS = 60.0
 REPLY_SECONDS = 30.0
 READ_BYTES = 1 << 20
+MAX_MESSAGE_BYTES = 512 << 20
+"""A message from Chromium longer than this ends the relay (a browser taken over could otherwise fill this
+process's memory); a full-page PNG of a large viewport is tens of MiB."""
 
 
 class Fifos:
@@ -274,9 +277,9 @@ class DirectPipe:
             self._finish("Playwright closed the pipe")
             return
         self._from_playwright += data
-        end = self._from_playwright.rfind(b"\0")
-        if end < 0:
+        if b"\0" not in data:
             return
+        end = self._from_playwright.rfind(b"\0")
         whole, self._from_playwright = self._from_playwright[:end + 1], self._from_playwright[end + 1:]
         if self._markers and MARKER.encode() in whole:
             self._note_marker(whole)
@@ -292,18 +295,23 @@ class DirectPipe:
             self._finish("Chromium closed the pipe (it exited or crashed)")
             return
         self._from_browser += data
+        if b"\0" not in data:  # the middle of a long message (a screenshot, a page's body)
+            if len(self._from_browser) > MAX_MESSAGE_BYTES:
+                self._finish(f"Chromium sent a message over {MAX_MESSAGE_BYTES >> 20} MiB")
+            return
         messages = self._from_browser.split(b"\0")
         self._from_browser = messages.pop()
         onward = []
         for message in messages:
-            if message.startswith(b'{"id":') and self._waiting:
-                ident = int(message[6:message.index(b",", 6)])
-                future = self._waiting.pop(ident, None)
-                if future is not None:
-                    if not future.done():
-                        future.set_result(json.loads(message))
-                    continue
-            onward.append(message)
+            ident = _reply_id(message) if self._waiting else None
+            future = self._waiting.pop(ident, None) if ident is not None else None
+            if future is None:
+                onward.append(message)
+            elif not future.done():
+                try:
+                    future.set_result(json.loads(message))
+                except ValueError as e:
+                    future.set_exception(SandboxError(f"the browser sent a reply that is not JSON: {e}"))
         if onward:
             assert self._to_playwright is not None
             self._to_playwright.write(b"\0".join(onward) + b"\0")
@@ -370,6 +378,15 @@ def _value(result: dict[str, Any]) -> Any:
 
 def _mouse(kind: str, x: float, y: float, button: str, clicks: int) -> tuple[str, dict[str, Any]]:
     return "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": button, "clickCount": clicks}
+
+
+def _reply_id(message: bytes) -> int | None:
+    """The id of a reply (Chromium writes it first: ``{"id":12,...``), or None for an event or anything else."""
+    if not message.startswith(b'{"id":'):
+        return None
+    end = message.find(b",", 6)
+    digits = message[6:end]
+    return int(digits) if end > 0 and digits.isdigit() else None
 
 
 def _running(pid: int) -> bool:
