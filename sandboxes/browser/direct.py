@@ -229,10 +229,15 @@ class DirectPipe:
             out.append(json.dumps({"id": self._next_id, "method": method, "params": params,
                                    "sessionId": session}).encode())
         self._to_browser.write(b"\0".join(out) + b"\0")
+        ids = range(self._next_id - len(commands) + 1, self._next_id + 1)
         try:
-            replies = await asyncio.wait_for(asyncio.gather(*futures), timeout)
-        except TimeoutError as e:
-            raise SandboxError(f"the browser did not answer {commands[0][0]} within {timeout:g} s") from e
+            _, late = await asyncio.wait(futures, timeout=timeout)
+        finally:  # answered, timed out or cancelled: replies still to come are dropped when they come
+            for ident in ids:
+                self._waiting.pop(ident, None)
+        if late:
+            raise SandboxError(f"the browser did not answer {commands[0][0]} within {timeout:g} s")
+        replies = [future.result() for future in futures]  # the pipe's error, if it closed meanwhile
         for (method, _), reply in zip(commands, replies, strict=True):
             if "error" in reply:
                 raise SandboxError(f"{method}: {reply['error'].get('message', reply['error'])}")
@@ -303,11 +308,12 @@ class DirectPipe:
         self._from_browser = messages.pop()
         onward = []
         for message in messages:
-            ident = _reply_id(message) if self._waiting else None
-            future = self._waiting.pop(ident, None) if ident is not None else None
-            if future is None:
+            ident = _reply_id(message)
+            if ident is None or ident < FIRST_ID:  # Playwright's
                 onward.append(message)
-            elif not future.done():
+                continue
+            future = self._waiting.pop(ident, None)  # None: its caller gave up; Playwright must not see it
+            if future is not None and not future.done():
                 try:
                     future.set_result(json.loads(message))
                 except ValueError as e:

@@ -69,6 +69,22 @@ async def test_direct_reads_return_values_and_errors(sandbox: BrowserSandbox, tm
     assert await session.evaluate("1 + 1") == 2  # a failed command costs nothing
 
 
+async def test_a_reply_that_comes_too_late_is_dropped_not_passed_to_playwright(
+    sandbox: BrowserSandbox, tmp_path: Path,
+) -> None:
+    page = await open_page(sandbox, tmp_path)
+    session = await sandbox.session(page)
+    slow = ("Runtime.evaluate", {"expression": "new Promise(r => setTimeout(() => r(7), 300))", "awaitPromise": True})
+    with pytest.raises(SandboxError, match="did not answer Runtime.evaluate within 0.05 s"):
+        await session.send(slow, timeout=0.05)
+    cancelled = asyncio.ensure_future(session.send(slow))
+    await asyncio.sleep(0.05)
+    cancelled.cancel()
+    await asyncio.sleep(0.6)  # both replies have come back by now, to nobody
+    assert await page.evaluate("1 + 2") == 3 and await session.evaluate("2 + 2") == 4
+    assert sandbox.connected and await sandbox.is_alive()
+
+
 async def test_playwright_and_the_direct_session_share_the_pipe(sandbox: BrowserSandbox, tmp_path: Path) -> None:
     page = await open_page(sandbox, tmp_path)
     session = await sandbox.session(page)
