@@ -108,11 +108,13 @@ class MiniWoBPage:
 
         What a new page does once, on first use, is done here, so that a page prepared in the
         background starts its first episode as fast as a used one: Playwright compiles its injected
-        script (tens of ms) for the first ``wait_for_function``, and the first frame rasters the
-        whole page. Neither touches the task's state.
+        script (tens of ms) for the first ``wait_for_function``, the page's direct session is
+        opened (two Playwright round trips), and the first frame rasters the whole page. None of it
+        touches the task's state.
         """
         await self.page.goto(task_url(self.task), wait_until="load")
         await self.page.wait_for_function("() => true", polling=5)
+        await self.frames.session()
         await self.frames.draw()
 
     async def start(self, seed: int, *, time_limit_ms: int | None = None) -> None:
