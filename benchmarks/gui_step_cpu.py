@@ -10,7 +10,7 @@ them, and is shared with whatever else uses the engine. ``fifos`` is the browser
 on a local engine; ``attach`` the same with the pipe over ``docker run -i``'s attach stream (what an
 engine elsewhere gets), forced here by treating the engine as remote.
 
-    python benchmarks/gui_step_cpu.py [--steps 300] [--repeats 3]
+    python benchmarks/gui_step_cpu.py [--steps 300] [--repeats 3] [--quick]
 
 Writes benchmarks/results/gui_step_cpu.json.
 """
@@ -77,7 +77,10 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--quick", action="store_true", help="20 steps, 1 run: a smoke test")
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.repeats = 20, 1
     result = asyncio.run(measure(args.steps, args.repeats))
     for pipe in ("fifos", "attach"):
         row = result[pipe]["summary"]

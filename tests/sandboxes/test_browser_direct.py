@@ -75,7 +75,7 @@ async def test_a_reply_that_comes_too_late_is_dropped_not_passed_to_playwright(
     page = await open_page(sandbox, tmp_path)
     session = await sandbox.session(page)
     slow = ("Runtime.evaluate", {"expression": "new Promise(r => setTimeout(() => r(7), 300))", "awaitPromise": True})
-    with pytest.raises(SandboxError, match="did not answer Runtime.evaluate within 0.05 s"):
+    with pytest.raises(SandboxError, match=r"did not answer Runtime\.evaluate within 0\.05 s"):
         await session.send(slow, timeout=0.05)
     cancelled = asyncio.ensure_future(session.send(slow))
     await asyncio.sleep(0.05)
