@@ -2,8 +2,9 @@
 
 Every Playwright call crosses two hops and two JSON codecs: this process to Playwright's Node driver,
 and the driver to Chromium. A step of the GUI env (a click, then a read of the page's reward) made
-that way costs several round trips of both, 3-4 ms on the host's Chromium, where Chromium itself
-answers the same commands in about 1 ms. So the pipe between Playwright and Chromium runs through
+that way costs four round trips of both, 3.7 ms on the host's Chromium and 4.5 ms in a container
+(``benchmarks/gui_browser.py``), where the same commands sent straight to Chromium take 1.5-1.7 ms.
+So the pipe between Playwright and Chromium runs through
 this process: Playwright starts :data:`LAUNCHER` as its browser, which hands Playwright's end of the
 pipe and a new pipe to Chromium to the :class:`DirectPipe` of this process over a unix socket in a
 private directory (``SCM_RIGHTS``), then becomes Chromium (or ``docker run`` of it). The pipe copies
@@ -15,9 +16,10 @@ read after it are two writes and two reads of this process, a few hundred micros
 
 For a container on a local engine, Chromium's end of the pipe need not cross Docker's attach stream
 (the ``docker`` client, dockerd and the container's shim, three copies and about 5 ms of CPU per
-GUI env step): the pipe is then two FIFOs in a fresh directory of their own, mounted read-only into
-the container, which Chromium opens inside as its fds 3 and 4 while this process holds the other
-ends (:class:`Fifos`); once both are open they are unlinked and the directory removed.
+GUI env step: ``benchmarks/gui_step_cpu.py``): the pipe is then two FIFOs in a fresh directory of
+their own, mounted read-only into the container, which Chromium opens inside as its fds 3 and 4
+while this process holds the other ends (:class:`Fifos`); once both are open they are unlinked and
+the directory removed.
 
 Nothing listens once the launcher has connected: the socket is unlinked, the directory removed.
 When Chromium's end closes (it exited or crashed) Playwright's end is closed too, so Playwright
