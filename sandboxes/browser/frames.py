@@ -49,8 +49,9 @@ ON_DEMAND_ARGS = ("--enable-begin-frame-control", "--run-all-compositor-stages-b
 They are the part of ``--deterministic-mode`` these pages need, without its main-thread-only animations."""
 PUMP_SECONDS = 0.010
 """How long an action may be pending before :meth:`PageFrames.run` draws a frame for it: longer than a
-click takes without one (2-4 ms over the docker pipe), so a click draws none; a mouse move or wheel
-event that waits for a frame gets one after this long."""
+Playwright click or key press takes without one (2-5 ms), so those draw none; a mouse move or wheel
+event that waits for a frame gets one after this long. (A click on the page's direct session never
+waits for a frame: see ``PageSession.click``.)"""
 SCREENSHOT = {"screenshot": {"format": "png", "optimizeForSpeed": True}}
 SCREENSHOT_TRIES = 5
 
