@@ -7,8 +7,12 @@ repeated runs, on a browser that draws frames on demand (``frames="on_demand"``,
 - ``start_ms``: a cold :func:`create_browser`; ``warm_acquire_ms``: a hand-out from a filled pool;
 - ``reset_load_ms``: new context + MiniWoB page served by Playwright routes (no network) + seeded episode;
 - ``reset_episode_ms``: a seeded episode in the loaded page (core.js ``startEpisodeReal``);
-- ``step_ms``: a mouse click and one read of reward/done; ``step_screenshot_ms``: the same plus a
-  PNG screenshot of the 160x210 task area (``BrowserSandbox.frames(page).screenshot``, what the env takes);
+- ``step_ms``: a mouse click and one read of reward/done, as the GUI env makes them: on the page's
+  direct DevTools session (``BrowserSandbox.session(page)``: ``click`` = mouse move, press and
+  release in one write, then ``Runtime.evaluate``), not through Playwright's driver;
+  ``step_playwright_ms``: the same through Playwright (``page.mouse.click`` then ``page.evaluate``),
+  as before the direct session; ``step_screenshot_ms``: the direct step plus a PNG screenshot of the
+  160x210 task area (``BrowserSandbox.frames(page).screenshot``, what the env takes);
 - ``screenshot_ms``: that screenshot (``frame_png_clip``: a frame drawn for it, cut on the host),
   against the captures of a free-running browser of the same backend (Playwright's clipped PNG,
   CDP ``Page.captureScreenshot`` clipped with ``optimizeForSpeed``, PNG and JPEG);
@@ -53,7 +57,7 @@ from stats import percentile, summarize
 from agentgym.envs.gui import GUIEnv
 from agentgym.envs.gui.page import CLIP as TASK_CLIP
 from agentgym.envs.gui.page import VIEWPORT
-from agentgym.sandboxes import engine
+from agentgym.sandboxes import channel, engine
 from agentgym.sandboxes.browser import (
     BrowserPool,
     BrowserSandbox,
@@ -230,8 +234,13 @@ async def one_run(backend: str, samples: int, starts: int, env_steps: int) -> di
         reset_episode_ms = await p50_ms(samples, lambda: start_episode(page, next(seeds)))
 
         frames = sandbox.frames(page)
+        session = await sandbox.session(page)
 
         async def step() -> Any:
+            await session.click(*IDLE_POINT)
+            return await session.evaluate(READ)
+
+        async def step_playwright() -> Any:
             await frames.run(page.mouse.click(*IDLE_POINT))
             return await page.evaluate(READ)
 
@@ -244,6 +253,7 @@ async def one_run(backend: str, samples: int, starts: int, env_steps: int) -> di
 
         await start_episode(page, 1)
         step_ms = await p50_ms(samples, step)
+        step_playwright_ms = await p50_ms(samples, step_playwright)
         shots = {"frame_png_clip": await p50_ms(samples, capture)}
         await start_episode(page, 2)
         step_screenshot_ms = await p50_ms(samples, step_and_shot)
@@ -256,7 +266,7 @@ async def one_run(backend: str, samples: int, starts: int, env_steps: int) -> di
     return {
         "start_ms": start_ms, "warm_acquire_ms": statistics.median(warm) * 1e3,
         "reset_load_ms": reset_load_ms, "reset_episode_ms": reset_episode_ms,
-        "step_ms": step_ms, "step_screenshot_ms": step_screenshot_ms,
+        "step_ms": step_ms, "step_playwright_ms": step_playwright_ms, "step_screenshot_ms": step_screenshot_ms,
         "screenshot_ms": shots, "idle_mib": memory, **envs,
     }
 
@@ -334,6 +344,7 @@ async def measure(backends: list[str], samples: int, repeats: int, starts: int, 
         theirs = selenium["summary"]
         row["selenium_over_ours"] = {
             "step": theirs["step_ms"]["median"] / ours["step_ms"]["median"],
+            "step_playwright": theirs["step_ms"]["median"] / ours["step_playwright_ms"]["median"],
             "step_screenshot": theirs["step_screenshot_ms"]["median"] / ours["step_screenshot_ms"]["median"],
             "click_read": theirs["click_read_ms"]["median"] / ours["step_ms"]["median"],
             "screenshot": theirs["screenshot_ms"]["median"] / ours["screenshot_ms"]["frame_png_clip"]["median"],
@@ -343,17 +354,21 @@ async def measure(backends: list[str], samples: int, repeats: int, starts: int, 
             "env_step_think": theirs["step_screenshot_ms"]["median"] / ours["env_step_think_ms"]["median"],
             "env_episode_think": theirs["episode_ms"]["median"] / ours["env_episode_think_ms"]["median"],
         }
-    return {"info": info, "task": TASK, "env_steps": env_steps, "backends": rows, "selenium": selenium}
+    docker_pipe = "fifos" if "docker" in backends and channel.usable() else "attach stream"
+    return {"info": info, "task": TASK, "env_steps": env_steps, "docker_pipe": docker_pipe, "backends": rows,
+            "selenium": selenium}
 
 
 def report(result: dict[str, Any]) -> None:
-    keys = ("start_ms", "warm_acquire_ms", "reset_load_ms", "reset_episode_ms", "step_ms", "step_screenshot_ms",
+    keys = ("start_ms", "warm_acquire_ms", "reset_load_ms", "reset_episode_ms", "step_ms", "step_playwright_ms",
+            "step_screenshot_ms",
             "idle_mib", "env_reset_ms", "env_reset_cold_ms", "env_step_ms", "env_episode_ms", "env_reset_think_ms",
             "env_step_think_ms", "env_episode_think_ms")
     print(f"{'':<20}" + "".join(f"{b:>14}" for b in result["backends"]) + f"{'selenium':>14}")
     selenium = result["selenium"]["summary"]
     theirs = {"start_ms": "start_ms", "reset_episode_ms": "reset_ms", "step_ms": "step_ms",
-              "step_screenshot_ms": "step_screenshot_ms", "env_step_ms": "step_screenshot_ms",
+              "step_playwright_ms": "step_ms", "step_screenshot_ms": "step_screenshot_ms",
+              "env_step_ms": "step_screenshot_ms",
               "env_episode_ms": "episode_ms", "env_step_think_ms": "step_screenshot_ms",
               "env_episode_think_ms": "episode_ms"}
     for key in keys:

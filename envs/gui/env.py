@@ -33,7 +33,7 @@ from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
 from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, open_task
 from agentgym.envs.gui.rewards import task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
-from agentgym.errors import EnvError, ToolError
+from agentgym.errors import EnvError, SandboxError, ToolError
 from agentgym.rewards.verifier import ScoreFn, Verifier
 from agentgym.tools import tool
 from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
@@ -149,7 +149,7 @@ class GUIEnv(Env):
         try:
             await page.start(seed, time_limit_ms=self.time_limit_ms)
             return await page.utterance()
-        except PlaywrightError as e:
+        except (PlaywrightError, SandboxError) as e:
             if not fallback:
                 raise
             log.info("the prepared page of %s failed to start, loading it again: %s", page.task, e)
@@ -305,7 +305,7 @@ class GUIEnv(Env):
             raise ToolError("the page has already judged this episode; nothing more can be done")
         try:
             result = await action(page)
-        except PlaywrightError as e:
+        except (PlaywrightError, SandboxError) as e:
             crash = await self._crash_or(e)
             if crash is not e:
                 raise crash from e

@@ -29,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
-    from playwright.async_api import CDPSession, Page
+    from playwright.async_api import Page
+
+    from agentgym.sandboxes.browser.direct import PageSession
 
 Frames = Literal["on_demand", "free"]
 T = TypeVar("T")
@@ -47,14 +49,15 @@ ON_DEMAND_ARGS = ("--enable-begin-frame-control", "--run-all-compositor-stages-b
 They are the part of ``--deterministic-mode`` these pages need, without its main-thread-only animations."""
 PUMP_SECONDS = 0.010
 """How long an action may be pending before :meth:`PageFrames.run` draws a frame for it: longer than a
-click takes without one (2-4 ms over the docker pipe), so a click draws none; a mouse move or wheel
-event that waits for a frame gets one after this long."""
+Playwright click or key press takes without one (2-5 ms), so those draw none; a mouse move or wheel
+event that waits for a frame gets one after this long. (A click on the page's direct session never
+waits for a frame: see ``PageSession.click``.)"""
 SCREENSHOT = {"screenshot": {"format": "png", "optimizeForSpeed": True}}
 SCREENSHOT_TRIES = 5
 
 
 class PageFrames:
-    """Frames and screenshots of one page; its DevTools session is opened on first use and kept.
+    """Frames and screenshots of one page, asked for on its direct DevTools session.
 
     Args:
         page: A Playwright ``Page`` of a browser sandbox.
@@ -62,12 +65,15 @@ class PageFrames:
         lock: The browser's frame lock, shared by all its pages: Chromium takes one frame request
             at a time per browser, whatever the page (a second one in flight makes its GPU process
             exit with "overlapping IssueExternalBeginFrame", and after six such exits the browser).
+        session: Gets the page's direct DevTools session (``BrowserSandbox.session``); frames are
+            asked for on it, and so may anything else that should skip Playwright's driver.
     """
 
-    def __init__(self, page: Page, on_demand: bool, lock: asyncio.Lock) -> None:
+    def __init__(self, page: Page, on_demand: bool, lock: asyncio.Lock,
+                 session: Callable[[], Awaitable[PageSession]]) -> None:
         self.page = page
         self.on_demand = on_demand
-        self._session: CDPSession | None = None
+        self.session = session
         self._lock = lock
 
     async def draw(self) -> None:
@@ -112,10 +118,10 @@ class PageFrames:
         return png if clip is None else _crop(png, clip)
 
     async def _begin_frame(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = await self.session()
         async with self._lock:
-            if self._session is None:
-                self._session = await self.page.context.new_cdp_session(self.page)
-            return await self._session.send("HeadlessExperimental.beginFrame", params)
+            (frame,) = await session.send(("HeadlessExperimental.beginFrame", params))
+            return frame
 
 
 def _crop(png: bytes, clip: tuple[int, int, int, int]) -> bytes:

@@ -1,12 +1,13 @@
 """How Chromium starts for a browser sandbox: in a container (``docker``) or on the host (``local``).
 
-Both are Playwright's ordinary ``chromium.launch(executable_path=...)`` over ``--remote-debugging-pipe``.
-For Docker the executable is ``chromium-in-docker``, a small script beside this module that execs
-``docker run -i --rm --network none <image> ...`` and, inside, maps the container's stdin/stdout onto
-Chromium's pipe fds 3/4: no port and no socket on the host, and nothing but the pipe between the
-page and the host. The container carries the owner labels of every agentgym container
-(:func:`~agentgym.sandboxes.engine.owner_labels`), so ``agentgym sandbox ls``/``prune`` and the
-reaper treat it like the others, plus ``agentgym.kind=browser``.
+Both are Playwright's ordinary ``chromium.launch(executable_path=...)`` over ``--remote-debugging-pipe``,
+with the pipe running through this process (:class:`~agentgym.sandboxes.browser.direct.DirectPipe`):
+the executable is the pipe's launcher, which hands the pipe over and execs the host's Chromium, or
+``docker run -i --rm --network none <image> ...`` whose stdin/stdout the container maps onto
+Chromium's pipe fds 3/4: no port and no socket on the host once the browser runs, and nothing but
+the pipe between the page and the host. The container carries the owner labels of every agentgym
+container (:func:`~agentgym.sandboxes.engine.owner_labels`), so ``agentgym sandbox ls``/``prune`` and
+the reaper treat it like the others, plus ``agentgym.kind=browser``.
 
 The Playwright driver (one Node process) is started once per event loop and shared by every browser
 of that loop. Playwright is imported here, inside functions, so ``import agentgym`` never imports it.
@@ -24,14 +25,14 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import engine
+from agentgym.sandboxes import channel, engine
+from agentgym.sandboxes.browser.direct import DirectPipe, Fifos
 from agentgym.sandboxes.browser.frames import ON_DEMAND_ARGS
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Playwright
 
 IMAGE = "chromium"  # the recipe in agentgym/sandboxes/images/chromium.json
-WRAPPER = Path(__file__).with_name("chromium-in-docker")
 HEADLESS_SHELL = "chromium-headless-shell"
 LOCAL_CHROMIUMS = (f"/usr/bin/{HEADLESS_SHELL}", "/usr/bin/chromium")
 """Debian's, in order of preference (``playwright install`` is not needed). The headless shell (package
@@ -40,12 +41,19 @@ of the time of the full browser, opens contexts faster, and can draw frames on d
 KIND_LABEL = f"{engine.LABEL}.kind"
 PID_FILE = "/tmp/chromium.pid"  # inside the container: the browser process, for kill_browser()
 MARKER = "--agentgym-browser"  # an inert switch naming a local browser's main process, for kill_browser()
-CODE_USER = "65534:65534"
+CODE_UID = 65534
+CODE_USER = f"{CODE_UID}:{CODE_UID}"
+PIPE_MOUNT = "/run/agentgym"
+"""Where the directory of a browser's FIFOs appears in its container (see ``direct.Fifos``)."""
 LAUNCH_TIMEOUT_MS = 60_000
 # Inside the container: note Chromium's pid, then become Chromium with the pipe on fds 3 (commands,
 # the container's stdin) and 4 (replies, its stdout); Chromium's own stdout joins its stderr.
 # The binary itself: Debian's /usr/bin/chromium-headless-shell is a script that runs it as a child.
 INNER = f'echo $$ >{PID_FILE} && exec /usr/lib/chromium/{HEADLESS_SHELL} "$@" 3<&0 4>&1 </dev/null >&2'
+# The same with the pipe as two FIFOs in a mounted directory ($0 commands in, $1 replies out). The replies'
+# FIFO is opened first: its reader is waiting, while the host opens the commands' one once this side has.
+INNER_FIFOS = (f'echo $$ >{PID_FILE} && out=$1 && shift && '
+               f'exec /usr/lib/chromium/{HEADLESS_SHELL} "$@" 4>"$out" 3<"$0" </dev/null >&2')
 
 
 class BrowserLimits(BaseModel):
@@ -129,18 +137,25 @@ def container_name() -> str:
     return f"agentgym-browser-{uuid.uuid4().hex[:12]}"
 
 
-def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
-    """``docker run`` options, image and command up to Chromium's arguments, for ``chromium-in-docker``.
+def docker_run_args(name: str, ref: str, limits: BrowserLimits, fifos: Fifos | None = None) -> list[str]:
+    """``docker run`` options, image and command up to Chromium's arguments (Playwright's follow them).
 
     No network, a read-only root with a size-capped ``/tmp``, capped memory (no swap), CPU and
     processes, no capabilities, no privilege escalation, an unprivileged user, and an environment
     of HOME and LANG only (the image sets PATH): nothing of the host's environment, files or
     Docker socket. ``--init`` reaps Chromium's children and ends the container when Chromium
-    ends; ``timeout`` enforces the wall time inside.
+    ends; ``timeout`` enforces the wall time inside. The DevTools pipe is the container's stdin
+    and stdout (``--interactive``: Docker's attach stream), or with ``fifos`` the two FIFOs of
+    their directory, mounted read-only at :data:`PIPE_MOUNT`: nothing else of the host's.
     """
     labels = {**engine.owner_labels(limits.wall_seconds), KIND_LABEL: "browser"}
+    if fifos is None:
+        stdio, inner = ["--interactive"], ["sh", "-c", INNER, "chromium"]
+    else:
+        stdio = [f"--mount=type=bind,source={fifos.dir},target={PIPE_MOUNT},readonly"]
+        inner = ["sh", "-c", INNER_FIFOS, f"{PIPE_MOUNT}/{fifos.into}", f"{PIPE_MOUNT}/{fifos.out}"]
     return [
-        "--interactive", "--rm", "--init", f"--name={name}",
+        *stdio, "--rm", "--init", f"--name={name}",
         "--network=none",
         f"--memory={limits.memory_mb}m", f"--memory-swap={limits.memory_mb}m",
         f"--cpus={limits.cpus:g}", f"--pids-limit={limits.pids}",
@@ -151,7 +166,7 @@ def docker_run_args(name: str, ref: str, limits: BrowserLimits) -> list[str]:
         *(f"--label={key}={value}" for key, value in labels.items()),
         ref,
         "timeout", "-s", "KILL", f"{int(limits.wall_seconds)}",
-        "sh", "-c", INNER, "chromium-in-docker",
+        *inner,
     ]
 
 
@@ -160,7 +175,7 @@ def can_draw_on_demand(executable: str) -> bool:
     return Path(executable).name == HEADLESS_SHELL
 
 
-async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: bool) -> Browser:
+async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: bool) -> tuple[Browser, DirectPipe]:
     """Start Chromium (the image's headless shell) in container ``name`` from image ``ref``.
 
     The caller removes the container on failure. ``on_demand``: draw frames only when asked.
@@ -168,12 +183,9 @@ async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: b
     Raises:
         SandboxError: Chromium did not start (the message carries Playwright's log of why).
     """
-    if not os.access(WRAPPER, os.X_OK):
-        raise SandboxError(f"{WRAPPER} is missing or not executable; reinstall agentgym")
-    run = "\n".join(docker_run_args(name, ref, limits))
-    pw = await driver()
     args = list(ON_DEMAND_ARGS) if on_demand else []
-    return await _launch(pw, str(WRAPPER), args, {**os.environ, "AGENTGYM_BROWSER_RUN": run})
+    fifos = Fifos(CODE_UID) if await asyncio.to_thread(channel.usable) else None
+    return await _launch(["docker", "run", *docker_run_args(name, ref, limits, fifos)], args, fifos)
 
 
 def local_chromium() -> str:
@@ -189,7 +201,7 @@ def local_chromium() -> str:
                        "apt-get install chromium-headless-shell")
 
 
-async def launch_local(executable: str, marker: str, on_demand: bool) -> Browser:
+async def launch_local(executable: str, marker: str, on_demand: bool) -> tuple[Browser, DirectPipe]:
     """Start the host's Chromium at ``executable`` (no isolation at all), its main process tagged with ``marker``.
 
     ``on_demand``: draw frames only when asked (the headless shell only: :func:`can_draw_on_demand`).
@@ -197,22 +209,30 @@ async def launch_local(executable: str, marker: str, on_demand: bool) -> Browser
     Raises:
         SandboxError: Chromium did not start.
     """
-    pw = await driver()
-    args = [f"{MARKER}={marker}", *(ON_DEMAND_ARGS if on_demand else ())]
-    return await _launch(pw, executable, args, None)
+    return await _launch([executable], [f"{MARKER}={marker}", *(ON_DEMAND_ARGS if on_demand else ())])
 
 
-async def _launch(
-    pw: Playwright, executable: str, args: list[str], env: dict[str, str | float | bool] | None,
-) -> Browser:
+async def _launch(command: list[str], args: list[str], fifos: Fifos | None = None) -> tuple[Browser, DirectPipe]:
+    """Playwright's launch of ``command`` + its arguments + ``args``, the pipe relayed by this process."""
     from playwright.async_api import Error
 
+    pw = await driver()
+    pipe = DirectPipe(fifos)
+    attached = asyncio.ensure_future(pipe.attach())
     try:
-        return await pw.chromium.launch(
-            executable_path=executable, args=args, env=env, headless=True, timeout=LAUNCH_TIMEOUT_MS,
+        browser = await pw.chromium.launch(
+            executable_path=pipe.executable, args=args, env={**os.environ, **pipe.launch_env(command)},
+            headless=True, timeout=LAUNCH_TIMEOUT_MS,
         )
-    except Error as e:
-        raise SandboxError(f"Chromium did not start: {e.message}") from e
+        await attached  # done: Playwright spoke to the browser through it
+    except BaseException as e:
+        attached.cancel()
+        await asyncio.gather(attached, return_exceptions=True)
+        pipe.close("the launch failed")
+        if isinstance(e, Error):
+            raise SandboxError(f"Chromium did not start: {e.message}") from e
+        raise
+    return browser, pipe
 
 
 def local_browser_pid(marker: str) -> int | None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.browser import launch
+from agentgym.sandboxes.browser.direct import DirectPipe, PageSession
 from agentgym.sandboxes.browser.frames import Frames, PageFrames
 from agentgym.sandboxes.browser.launch import BrowserLimits
 
@@ -59,6 +60,8 @@ class BrowserSandbox:
         backend: ``"docker"`` or ``"local"`` (the host's Chromium: no isolation).
         browser: The Playwright ``Browser``. Use :meth:`new_context` for pages rather than
             ``browser.new_context()``, so each episode starts clean.
+        pipe: The DevTools pipe between Playwright and Chromium, relayed by this process, which
+            speaks on it too (:meth:`session`).
         limits: What the container may use.
         started: ``time.monotonic()`` at start.
         lost: Why the browser went away without :meth:`close`, or None while it has not.
@@ -67,11 +70,12 @@ class BrowserSandbox:
         missed: Whether the last spare :meth:`take_prepared` found was prepared for another key (wasted).
     """
 
-    def __init__(self, id: str, backend: str, browser: Browser, limits: BrowserLimits, *,
+    def __init__(self, id: str, backend: str, browser: Browser, pipe: DirectPipe, limits: BrowserLimits, *,
                  container: str | None = None, marker: str | None = None, on_demand: bool = False) -> None:
         self.id = id
         self.backend = backend
         self.browser = browser
+        self.pipe = pipe
         self.limits = limits
         self.on_demand = on_demand
         self.started = time.monotonic()
@@ -82,6 +86,7 @@ class BrowserSandbox:
         self._closed = False
         self._cleanup: set[asyncio.Future[None]] = set()
         self._frames: weakref.WeakKeyDictionary[Page, PageFrames] = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[Page, asyncio.Future[PageSession]] = weakref.WeakKeyDictionary()
         self._frame_lock = asyncio.Lock()  # one frame request in flight per browser (see PageFrames)
         self.last_key: str | None = None
         self.missed = False
@@ -126,8 +131,26 @@ class BrowserSandbox:
         forever and mouse moves would wait for the next frame.
         """
         if page not in self._frames:
-            self._frames[page] = PageFrames(page, self.on_demand, self._frame_lock)
+            self._frames[page] = PageFrames(page, self.on_demand, self._frame_lock,
+                                            functools.partial(self.session, page))
         return self._frames[page]
+
+    async def session(self, page: Page) -> PageSession:
+        """A DevTools session on ``page`` (one of this browser's) spoken to directly, the same one each time.
+
+        Commands on it skip Playwright's driver (see ``direct.py``): a click and a read of the page
+        in about a millisecond. Playwright knows nothing of what they do (its mouse position stays
+        where its own calls left it).
+
+        Raises:
+            SandboxError: The browser is gone.
+        """
+        self._check()
+        made = self._sessions.get(page)
+        if made is None or (made.done() and (made.cancelled() or made.exception() is not None)):
+            made = self._sessions[page] = asyncio.ensure_future(self.pipe.page_session(page))
+            made.add_done_callback(_retrieve)
+        return await asyncio.shield(made)
 
     def prepare(self, key: str, setup: Callable[[BrowserContext], Awaitable[Any]], **kwargs: Any) -> None:
         """Start making the next episode's context in the background, for :meth:`take_prepared` ``(key)``.
@@ -228,6 +251,7 @@ class BrowserSandbox:
             await asyncio.wait_for(self.browser.close(), CLOSE_TIMEOUT)
         except Exception as e:  # already dead, or hung: the container goes anyway
             log.info("browser sandbox %s did not close cleanly: %s", self.id, e)
+        self.pipe.close()
         if self._finalizer is not None:
             await asyncio.to_thread(self._finalizer)
         await asyncio.gather(*self._cleanup, return_exceptions=True)
@@ -270,6 +294,7 @@ class BrowserSandbox:
             return
         self.lost = "Chromium exited (it crashed, was killed, or ran out of memory or wall time)"
         log.warning("browser sandbox %s: %s", self.id, self.lost)
+        self.pipe.close(self.lost)
         if self._finalizer is not None:  # the container removes itself; make sure
             self._track(asyncio.to_thread(self._finalizer))
 
@@ -305,8 +330,8 @@ async def create_browser(backend: str = "auto", limits: BrowserLimits | None = N
         executable = launch.local_chromium()
         on_demand = on_demand and launch.can_draw_on_demand(executable)
         marker = os.urandom(6).hex()
-        browser = await launch.launch_local(executable, marker, on_demand)
-        return BrowserSandbox(f"local-{marker}", "local", browser, limits, marker=marker, on_demand=on_demand)
+        browser, pipe = await launch.launch_local(executable, marker, on_demand)
+        return BrowserSandbox(f"local-{marker}", "local", browser, pipe, limits, marker=marker, on_demand=on_demand)
     return await _create_docker(limits, on_demand)
 
 
@@ -314,12 +339,12 @@ async def _create_docker(limits: BrowserLimits, on_demand: bool) -> BrowserSandb
     ref = await asyncio.to_thread(launch.prepare_image)
     name = launch.container_name()
     try:
-        browser = await launch.launch_docker(name, ref, limits, on_demand)
+        browser, pipe = await launch.launch_docker(name, ref, limits, on_demand)
         info = await asyncio.to_thread(engine.client().api.inspect_container, name)
     except BaseException:
         await asyncio.shield(asyncio.to_thread(_remove_quietly, name))  # a cancelled start leaks nothing
         raise
-    return BrowserSandbox(info["Id"][:12], "docker", browser, limits, container=info["Id"], on_demand=on_demand)
+    return BrowserSandbox(info["Id"][:12], "docker", browser, pipe, limits, container=info["Id"], on_demand=on_demand)
 
 
 async def _discard(task: asyncio.Task[Any]) -> None:

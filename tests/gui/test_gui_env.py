@@ -136,6 +136,18 @@ def call(name: str, **arguments: object) -> Message:
     return assistant(tool_calls=[ToolCall(id=name, name=name, arguments=json.dumps(arguments))])
 
 
+async def test_a_click_at_the_targets_coordinates_solves_the_task(gui_backend):
+    """``click(x, y)`` is a trusted mouse click sent straight to Chromium (not through Playwright's driver)."""
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=gui_backend) as env:
+        for seed in (1, 2, 3):
+            opening = (await env.reset(env.tasks()[0], seed=seed))[1].text
+            label = re.search(r'Click on the "(.*)" button', opening)[1]
+            (target,) = parse_dom(opening).find(tag="button", text=label)
+            result = await env.step(call("click", x=target.center[0], y=target.center[1]))
+            assert result.terminated and env.trajectory.success, result.observation
+            assert env.trajectory.turns[-1].info["miniwob"]["raw_reward"] == 1.0
+
+
 async def test_bad_actions_are_tool_errors_and_the_turn_limit_ends_what_the_page_never_ends(gui_backend):
     async with GUIEnv(names="click-button", max_turns=3, sandbox_backend=gui_backend) as env:
         await env.reset(env.tasks()[0], seed=2)

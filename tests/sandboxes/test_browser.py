@@ -37,7 +37,7 @@ from agentgym.sandboxes.browser import (
     shutdown_browser_pools,
 )
 from agentgym.sandboxes.browser import sandbox as browser_sandbox
-from agentgym.sandboxes.browser.launch import KIND_LABEL
+from agentgym.sandboxes.browser.launch import CODE_USER, KIND_LABEL, PIPE_MOUNT
 from tests.conftest import docker_or_skip
 
 BROWSER_LABEL = {KIND_LABEL: "browser"}
@@ -340,7 +340,12 @@ async def test_the_container_is_confined_and_labelled(site: Path) -> None:
         assert host["ReadonlyRootfs"] and host["CapDrop"] == ["ALL"] and host["AutoRemove"]
         assert "no-new-privileges" in host["SecurityOpt"]
         assert info["Config"]["User"] == "65534:65534"
-        assert info["Mounts"] == []  # no Docker socket, no host directory
+        # No Docker socket and no host directory but the pipe's, read-only and emptied once Chromium opened it
+        (mount,) = info["Mounts"]
+        assert mount["Destination"] == PIPE_MOUNT and not mount["RW"]
+        assert not await asyncio.to_thread(os.path.exists, mount["Source"])
+        listing = engine.client().containers.get(sandbox.id).exec_run(["ls", "-A", PIPE_MOUNT], user=CODE_USER)
+        assert listing.exit_code == 0 and listing.output == b""
         names = {entry.split("=", 1)[0] for entry in info["Config"]["Env"]}
         assert names <= {"PATH", "HOME", "LANG"}  # nothing of the host's environment
         labels = info["Config"]["Labels"]
