@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
-from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, Status, open_task
+from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, open_task
 from agentgym.envs.gui.rewards import task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, SandboxError, ToolError
@@ -310,8 +310,7 @@ class GUIEnv(Env):
             if crash is not e:
                 raise crash from e
             raise ToolError(str(e).splitlines()[0]) from e
-        # a click reads the status in its own round trip; any other action is followed by a read
-        await self._record_status(result if isinstance(result, Status) else None)
+        await self._record_status()
         return result
 
     async def _status(self) -> dict[str, Any]:
@@ -320,9 +319,9 @@ class GUIEnv(Env):
         except Exception as e:
             raise await self._crash_or(e) from e
 
-    async def _record_status(self, status: Status | None = None) -> None:
+    async def _record_status(self) -> None:
         assert self.trajectory is not None and self.trajectory.turns
-        self.trajectory.turns[-1].info["miniwob"] = status.as_dict() if status is not None else await self._status()
+        self.trajectory.turns[-1].info["miniwob"] = await self._status()
 
     async def _observe(self, heading: str) -> Message:
         """The page as the model sees it: a screenshot, DOM text with refs, or both, in one user message."""

@@ -58,10 +58,6 @@ class Status:
         return {"done": self.done, "raw_reward": self.raw_reward, "reward": self.reward, "reason": self.reason}
 
 
-def _status(raw: dict[str, Any]) -> Status:
-    return Status(bool(raw["done"]), float(raw["raw_reward"]), float(raw["reward"]), raw["reason"])
-
-
 def task_url(name: str) -> str:
     return f"{ORIGIN}/miniwob/{name}.html"
 
@@ -94,7 +90,7 @@ class MiniWoBPage:
     frames on demand draws them while an action waits for one, and for each screenshot. Clicks and
     reads of the page (status, DOM, instruction) go straight to Chromium on the page's direct
     session (``frames.session()``, see ``sandboxes/browser/direct.py``), not through Playwright's
-    driver: a step's click and its status read are one round trip of about a millisecond.
+    driver: a step's click and its status read are two round trips of about half a millisecond.
 
     Args:
         page: A Playwright ``Page`` whose context :func:`serve_miniwob` routes.
@@ -138,7 +134,8 @@ class MiniWoBPage:
         return text["utterance"] if isinstance(text, dict) else str(text)
 
     async def status(self) -> Status:
-        return _status(await self._evaluate(_STATUS))
+        raw = await self._evaluate(_STATUS)
+        return Status(bool(raw["done"]), float(raw["raw_reward"]), float(raw["reward"]), raw["reason"])
 
     async def dom(self) -> dict[str, Any]:
         """``core.getDOMInfo()``: the visible element tree with refs and boxes; refreshes the refs."""
@@ -153,10 +150,9 @@ class MiniWoBPage:
         """Draw a frame (on demand), so what waits for one has run before the page is read."""
         await self.frames.draw()
 
-    async def click(self, x: float, y: float) -> Status:
-        """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``;
-        the page's status once it has handled the click, read in the same round trip."""
-        return _status(await (await self.frames.session()).click_and_evaluate(x, y, _STATUS))
+    async def click(self, x: float, y: float) -> None:
+        """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``."""
+        await (await self.frames.session()).click(x, y)
 
     async def click_ref(self, ref: int) -> str | None:
         """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""

@@ -17,7 +17,6 @@ from agentgym.env import Env
 from agentgym.envs.gui.dataset import read_records
 from agentgym.envs.gui.env import GUIEnv, Observation
 from agentgym.envs.gui.observe import parse_dom
-from agentgym.envs.gui.page import Status
 from agentgym.envs.gui.rewards import action_format, action_type, click_in_box
 from agentgym.errors import EnvError
 from agentgym.rewards import Rubric
@@ -104,5 +103,5 @@ class GUIPredictEnv(GUIEnv):
         """A prediction is recorded, not performed."""
         return None
 
-    async def _record_status(self, status: Status | None = None) -> None:
+    async def _record_status(self) -> None:
         return None

@@ -369,56 +369,8 @@ class PageSession:
         demand, but the press behind it makes Chromium deliver it at once, so no frame is drawn.
         When this returns the page has handled ``mouseup`` and ``click``.
         """
-        await self.send(*_click(x, y))
-
-    async def click_and_evaluate(self, x: float, y: float, expression: str) -> Any:
-        """:meth:`click`, then the JSON value of ``expression`` once the page has handled the click: one
-        round trip instead of two.
-
-        An ``evaluate`` sent after the click in the same write could run before the page handles it
-        (the page's scripts and its input arrive by different routes). So the write starts with an
-        ``evaluate`` that waits: it listens for the next ``mouseup`` on the window (capture phase,
-        first in line) and reads ``expression`` a task later, after the ``click`` that follows the
-        ``mouseup`` in the same task. Where that listener cannot hear this click (the input got
-        there first, or the page stopped the event before it) it gives up after
-        :data:`CLICK_READ_FALLBACK_MS`, and the expression is read again once the click is known to be
-        handled: slower, never early.
-
-        Raises:
-            SandboxError: ``expression`` threw, or the browser is gone.
-        """
-        waiting = ("Runtime.evaluate", {"expression": _after_mouseup(expression), "returnByValue": True,
-                                        "awaitPromise": True})
-        read, *_ = await self.send(waiting, *_click(x, y))
-        after = _value(read)
-        if after["via"] == "mouseup":
-            return after["value"]
-        return await self.evaluate(expression)
-
-
-CLICK_READ_FALLBACK_MS = 200
-"""How long :meth:`PageSession.click_and_evaluate`'s read waits to hear the click before giving up on it."""
-_AFTER_MOUSEUP = """new Promise((resolve, reject) => {
-  let settled = false;
-  const read = via => {
-    if (settled) return;
-    settled = true;
-    removeEventListener('mouseup', heard, true);
-    try { resolve({via, value: (EXPRESSION)}); } catch (e) { reject(e); }
-  };
-  const heard = () => setTimeout(() => read('mouseup'), 0);
-  addEventListener('mouseup', heard, true);
-  setTimeout(() => read('timeout'), FALLBACK_MS);
-})"""
-
-
-def _after_mouseup(expression: str) -> str:
-    return _AFTER_MOUSEUP.replace("FALLBACK_MS", str(CLICK_READ_FALLBACK_MS)).replace("EXPRESSION", expression)
-
-
-def _click(x: float, y: float) -> list[tuple[str, dict[str, Any]]]:
-    return [_mouse("mouseMoved", x, y, "none", 0), _mouse("mousePressed", x, y, "left", 1),
-            _mouse("mouseReleased", x, y, "left", 1)]
+        await self.send(_mouse("mouseMoved", x, y, "none", 0), _mouse("mousePressed", x, y, "left", 1),
+                        _mouse("mouseReleased", x, y, "left", 1))
 
 
 def _evaluate(expression: str) -> tuple[str, dict[str, Any]]:
