@@ -63,7 +63,7 @@ class BrowserPool(WarmPool[BrowserSandbox]):
                 return sandbox
             self._spawn(sandbox.close())
         self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
-        sandbox = await create_browser(self.backend, self.limits, frames=self.frames)
+        sandbox = await self._start_spare()
         self._refill()
         return sandbox
 
