@@ -58,6 +58,14 @@ def process_cpu(pid: str | int, *, reaped: bool = True) -> float:
     return sum(int(x) for x in fields[11:15 if reaped else 13]) / _TICK if fields else 0.0
 
 
+def process_faults(pid: str | int, *, reaped: bool = True) -> int:
+    """Minor page faults of ``pid`` (minflt) and of the children it has reaped (cminflt); 0 if gone."""
+    fields = _stat_fields(pid)
+    if not fields:
+        return 0
+    return int(fields[7]) + (int(fields[8]) if reaped else 0)
+
+
 def comm(pid: str | int) -> str:
     """The process's name (``/proc/PID/comm``); empty if it is gone."""
     try:

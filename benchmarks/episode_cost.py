@@ -1,5 +1,6 @@
 """Where an episode's CPU goes, by role: this process (the env's client side), the in-sandbox agent,
-and the Python sessions (the zygote and every session it forked, the wiping one included).
+and the Python sessions (the zygote and every session it forked, the wiping one included); and the
+minor page faults of each role, with what one costs on this machine.
 
 One env on the local backend plays episodes of ``reset`` + ``--steps`` ``python`` tool calls of
 ``print(1)``, one after another, for at least ``--seconds`` per window. CPU is read from
@@ -7,6 +8,11 @@ One env on the local backend plays episodes of ``reset`` + ``--steps`` ``python`
 the process roles, which are the same on Docker; Docker adds its containers' shims and cgroup
 accounting (``code_env_throughput.py`` and ``wipe_cost.py`` charge those). With ``--steps 0``, an
 episode is a reset: a wipe and nothing else. Medians of ``--repeat`` windows with their ranges.
+
+A session is forked from the zygote, so every page it writes (a reference count of a shared object
+is enough) is a copy-on-write fault, and every page it allocates a fresh one: ``fault_us`` is the
+CPU of one fresh page (an anonymous page written once, then unmapped) measured here, to put the
+sessions' faults per episode in milliseconds.
 
     python benchmarks/episode_cost.py                      # 0 and 20 steps, ~1 min
     python benchmarks/episode_cost.py --quick --out /tmp/e.json
@@ -17,11 +23,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import mmap
 import os
+import resource
 import time
 from typing import Any
 
-from cpu_accounting import comm, own_cpu, process_cpu, tree
+from cpu_accounting import comm, own_cpu, process_cpu, process_faults, tree
 from results_file import run_info, run_options, save_results
 from stats import fmt, summarize
 
@@ -34,14 +42,28 @@ ACTION = Message(role="assistant", tool_calls=[CALL])
 
 
 def roles() -> dict[str, float]:
-    """CPU seconds so far of the agent and of the sessions (zygote + its children, live and reaped)."""
+    """CPU seconds and minor faults so far of the agent and of the sessions (zygote + its children, live
+    and reaped), and this process's faults."""
     parent = tree()
     python = {pid for pid in parent if comm(pid).startswith("python")}
     agents = {pid for pid in python if parent[pid] not in python}
     zygotes = {pid for pid in python if parent[pid] in agents}
     sessions = {pid for pid in python if parent[pid] in zygotes}
     return {"agent": sum(process_cpu(p, reaped=False) for p in agents),
-            "sessions": sum(process_cpu(p) for p in zygotes | sessions)}
+            "sessions": sum(process_cpu(p) for p in zygotes | sessions),
+            "client_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt,
+            "agent_faults": sum(process_faults(p, reaped=False) for p in agents),
+            "sessions_faults": sum(process_faults(p) for p in zygotes | sessions)}
+
+
+def fault_us(pages: int = 4096, rounds: int = 10) -> float:
+    """CPU microseconds of one fresh anonymous page: mapped, written once, unmapped."""
+    started = time.process_time()
+    for _ in range(rounds):
+        with mmap.mmap(-1, pages * mmap.PAGESIZE) as area:
+            for offset in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+                area[offset] = 1
+    return (time.process_time() - started) / rounds / pages * 1e6
 
 
 async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
@@ -55,11 +77,15 @@ async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
                 raise RuntimeError(f"the step answered {result.observation[0].text!r}, not 1")
         episodes += 1
     wall, client, after = time.perf_counter() - started, own_cpu() - client, roles()
-    split = {"client": client, **{k: after[k] - before[k] for k in after}}
+    split = {"client": client, "agent": after["agent"] - before["agent"],
+             "sessions": after["sessions"] - before["sessions"]}
     per_episode = {f"{k}_ms_per_episode": v / episodes * 1e3 for k, v in split.items()}
+    faults = {f"{k}_per_episode": (after[k] - before[k]) / episodes
+              for k in ("client_faults", "agent_faults", "sessions_faults")}
     total = sum(split.values()) / episodes * 1e3
     return {"episodes": episodes, "wall_ms_per_episode": wall / episodes * 1e3, **per_episode,
-            "total_ms_per_episode": total, "total_ms_per_step": total / steps if steps else None}
+            "total_ms_per_episode": total, "total_ms_per_step": total / steps if steps else None, **faults,
+            "fault_us": fault_us()}
 
 
 async def level(steps: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -91,6 +117,13 @@ def main() -> None:
         print(f"{r['steps']:>5} " + " ".join(f"{fmt(s[k + '_ms_per_episode'], '{:.2f}'):>18}"
                                              for k in ("client", "agent", "sessions", "total"))
               + f" {s['wall_ms_per_episode']['median']:>8.2f}")
+    print("\nminor page faults per episode, and their CPU at this machine's cost of a fresh page")
+    for r in rows:
+        s = r["summary"]
+        us = s["fault_us"]["median"]
+        faults = {k: s[k + "_faults_per_episode"]["median"] for k in ("client", "agent", "sessions")}
+        print(f"{r['steps']:>5} " + " ".join(f"{k}: {n:.0f} ({n * us / 1e3:.2f} ms)" for k, n in faults.items())
+              + f"; {us:.2f} µs per fresh page")
     save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
 
 

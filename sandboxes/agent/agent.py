@@ -64,6 +64,7 @@ mount read-only, fresh size-limited tmpfs at ``/tmp``, ``/dev/shm`` and the work
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal.py's C half, see fork_session
 import array
 import base64
 import builtins
@@ -262,10 +263,15 @@ def keyring_filter(machine: str) -> list[tuple[int, int, int, int]] | None:
     return [*program, (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
 
 
-def deny_keyrings(program: list[tuple[int, int, int, int]]) -> None:
-    """Install :func:`keyring_filter`'s program on this process and all it starts (needs no_new_privs)."""
+def seccomp_program(program: list[tuple[int, int, int, int]]) -> SockFprog:
+    """:func:`keyring_filter`'s program as the kernel takes it, made once in the agent: a session forked
+    from the zygote then only installs it (building it there copied some 70 pages of shared memory)."""
     instructions = (SockFilter * len(program))(*(SockFilter(*insn) for insn in program))
-    fprog = SockFprog(len(program), instructions)
+    return SockFprog(len(program), instructions)  # which keeps ``instructions`` alive
+
+
+def deny_keyrings(fprog: SockFprog) -> None:
+    """Install :func:`seccomp_program` on this process and all it starts (needs no_new_privs)."""
     checked(libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
@@ -550,7 +556,8 @@ def fork_session(agent: Agent, sock: socket.socket, clean_by: float | None) -> N
     if pid == 0:
         try:
             signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            # _signal's, not signal.signal: its enum wrapping copies some 100 pages of the zygote's memory
+            _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
             os.setsid()
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
@@ -1047,7 +1054,8 @@ class Agent:
         self.writable: list[str] = []  # the directories among them that code may write in
         self.unwipeable: str | None = "code runs as the agent's own user" if not self.user else None
         self.keyrings = False  # keyctl works here (the agent joined a session keyring of its own)
-        self.keyring_filter = keyring_filter(os.uname().machine)  # what keeps code from keyrings
+        program = keyring_filter(os.uname().machine)  # what keeps code from keyrings
+        self.keyring_filter = None if program is None else seccomp_program(program)
 
     def take_baseline(self) -> None:
         """Record what the writable mounts hold before any code runs: a wipe removes everything else.
@@ -1082,9 +1090,12 @@ class Agent:
             hard = resource.getrlimit(kind)[1]
             value = value if hard == resource.RLIM_INFINITY else min(value, hard)
             resource.setrlimit(kind, (value, value))
-        try:
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")
+        try:  # os-level calls: a file object would copy some 40 pages of a zygote's memory in a session
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, b"1000")
+            finally:
+                os.close(fd)
         except OSError:
             pass
         if self.keyring_filter is not None:
