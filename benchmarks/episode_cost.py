@@ -16,6 +16,8 @@ sessions' faults per episode in milliseconds.
 
     python benchmarks/episode_cost.py                      # 0 and 20 steps, ~1 min
     python benchmarks/episode_cost.py --quick --out /tmp/e.json
+    git show OLD:sandboxes/agent/agent.py > /tmp/old_agent.py
+    python benchmarks/episode_cost.py --against /tmp/old_agent.py   # A/B, windows interleaved
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import mmap
 import os
 import resource
 import time
+from pathlib import Path
 from typing import Any
 
 from cpu_accounting import comm, own_cpu, process_cpu, process_faults, tree
@@ -34,7 +37,8 @@ from results_file import run_info, run_options, save_results
 from stats import fmt, summarize
 
 import agentgym
-from agentgym.sandboxes import shutdown_pools, warm_up
+from agentgym.sandboxes import local, shutdown_pools, warm_up
+from agentgym.sandboxes.sandbox import agent_source
 from agentgym.types import Message, ToolCall
 
 CALL = ToolCall(id="c", name="python", arguments=json.dumps({"code": "print(1)"}))
@@ -88,42 +92,62 @@ async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
             "fault_us": fault_us()}
 
 
-async def level(steps: int, args: argparse.Namespace) -> dict[str, Any]:
+async def windows(steps: int, seconds: float, count: int, agent: str | None = None) -> list[dict[str, Any]]:
+    """``count`` windows of one env on a fresh pool, after a warm-up window; ``agent``: another agent source."""
+    if agent is not None:
+        local.agent_source = lambda: agent  # what the next sandboxes start (the pool is fresh)
     await warm_up("local", count=2)
     env = agentgym.make("code", sandbox_backend="local", max_turns=10**9)
     try:
-        await window(env, steps, args.seconds / 2)  # warm-up: the pool settles, every path has run
-        runs = [await window(env, steps, args.seconds) for _ in range(args.repeat)]
+        await window(env, steps, seconds / 2)  # warm-up: the pool settles, every path has run
+        return [await window(env, steps, seconds) for _ in range(count)]
     finally:
         await env.close()
         await shutdown_pools()
-    return {"steps": steps, "summary": summarize([{k: v for k, v in r.items() if v is not None} for r in runs]),
-            "runs": runs}
+        local.agent_source = agent_source
+
+
+async def level(steps: int, args: argparse.Namespace, other: str | None) -> list[dict[str, Any]]:
+    """This checkout's row for ``steps``; with ``other`` (``--against``'s source), that agent's too, their
+    windows interleaved."""
+    if other is None:
+        runs = {"this checkout": await windows(steps, args.seconds, args.repeat)}
+    else:
+        runs = {"this checkout": [], args.against: []}
+        for k in range(args.repeat):  # alternating which goes first
+            for name in list(runs)[:: 1 if k % 2 == 0 else -1]:
+                runs[name] += await windows(steps, args.seconds, 1, None if name == "this checkout" else other)
+    return [{"steps": steps, "agent": name, "runs": rows,
+             "summary": summarize([{k: v for k, v in r.items() if v is not None} for r in rows])}
+            for name, rows in runs.items()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 20], help="python calls per episode")
+    parser.add_argument("--against", metavar="AGENT_PY", help="another in-sandbox agent (e.g. an older commit's "
+                        "sandboxes/agent/agent.py), measured in windows interleaved with this checkout's")
     run_options(parser, "episode_cost", repeat=5, quick="short windows", seconds=5.0)
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.repeat = 0.5, 2
     info = run_info()
-    rows = [asyncio.run(level(n, args)) for n in args.steps]
+    other = Path(args.against).read_text(encoding="utf-8") if args.against else None
+    rows = [row for n in args.steps for row in asyncio.run(level(n, args, other))]
     print(f"\nCPU-ms per episode on the local backend, one env (pid {os.getpid()}); median (min–max) of the repeats")
-    print(f"{'steps':>5} {'client':>18} {'agent':>18} {'sessions+wipe':>18} {'total':>18} {'wall':>8}")
+    print(f"{'steps':>5} {'client':>18} {'agent':>18} {'sessions+wipe':>18} {'total':>18} {'wall':>8}  agent")
     for r in rows:
         s = r["summary"]
         print(f"{r['steps']:>5} " + " ".join(f"{fmt(s[k + '_ms_per_episode'], '{:.2f}'):>18}"
                                              for k in ("client", "agent", "sessions", "total"))
-              + f" {s['wall_ms_per_episode']['median']:>8.2f}")
+              + f" {s['wall_ms_per_episode']['median']:>8.2f}  {r['agent']}")
     print("\nminor page faults per episode, and their CPU at this machine's cost of a fresh page")
     for r in rows:
         s = r["summary"]
         us = s["fault_us"]["median"]
         faults = {k: s[k + "_faults_per_episode"]["median"] for k in ("client", "agent", "sessions")}
         print(f"{r['steps']:>5} " + " ".join(f"{k}: {n:.0f} ({n * us / 1e3:.2f} ms)" for k, n in faults.items())
-              + f"; {us:.2f} µs per fresh page")
+              + f"; {us:.2f} µs per fresh page  {r['agent']}")
     save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
 
 

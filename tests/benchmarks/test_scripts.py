@@ -18,7 +18,8 @@ import pytest
 from agentgym.sandboxes import engine
 from tests.conftest import docker_or_skip
 
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+REPO = Path(__file__).parents[2]
+BENCHMARKS = REPO / "benchmarks"
 HARNESS = Path(os.environ.get("OPENENV_BENCH", "/work/shared/peers/openenv/bench.py"))
 HARNESS_PY = Path(os.environ.get("OPENENV_PY", "/tmp/openenv-venv/bin/python"))
 
@@ -71,16 +72,23 @@ def test_wipe_cost(tmp_path: Path) -> None:
 
 
 def test_episode_cost(tmp_path: Path) -> None:
-    result = run_quick("episode_cost", tmp_path)
-    rows = {r["steps"]: r["summary"] for r in result["levels"]}
-    assert set(rows) == {0, 20}
-    for steps, row in rows.items():
-        parts = {role: row[f"{role}_ms_per_episode"]["median"] for role in ("client", "agent", "sessions")}
-        assert parts["sessions"] > 0, (steps, parts)  # the wipe's fork, in the zygote's count, was charged
-        assert sum(parts.values()) == pytest.approx(row["total_ms_per_episode"]["median"], rel=0.5)
-    # steps are charged to the client and to the agent that runs them
-    for role in ("client", "agent"):
-        assert rows[20][f"{role}_ms_per_episode"]["median"] > rows[0][f"{role}_ms_per_episode"]["median"], role
+    # against an agent that is this one in another file: the A/B path, which must charge both alike
+    other = tmp_path / "agent.py"
+    other.write_text((REPO / "sandboxes" / "agent" / "agent.py").read_text())
+    result = run_quick("episode_cost", tmp_path, "--against", str(other))
+    assert {(r["steps"], r["agent"]) for r in result["levels"]} == {(n, a) for n in (0, 20)
+                                                                    for a in ("this checkout", str(other))}
+    for agent in ("this checkout", str(other)):
+        rows = {r["steps"]: r["summary"] for r in result["levels"] if r["agent"] == agent}
+        for steps, row in rows.items():
+            parts = {role: row[f"{role}_ms_per_episode"]["median"] for role in ("client", "agent", "sessions")}
+            assert parts["sessions"] > 0, (steps, parts)  # the wipe's fork, in the zygote's count, was charged
+            assert sum(parts.values()) == pytest.approx(row["total_ms_per_episode"]["median"], rel=0.5)
+            # every new session copies pages of the zygote: its faults are counted, and what one costs
+            assert row["sessions_faults_per_episode"]["median"] > 50 and row["fault_us"]["median"] > 0
+        # steps are charged to the client and to the agent that runs them
+        for role in ("client", "agent"):
+            assert rows[20][f"{role}_ms_per_episode"]["median"] > rows[0][f"{role}_ms_per_episode"]["median"], role
 
 
 def test_humaneval_reference(tmp_path: Path) -> None:

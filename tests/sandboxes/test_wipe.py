@@ -190,6 +190,23 @@ async def test_code_cannot_use_keyrings(pool: SandboxPool) -> None:
         await box.close()
 
 
+SESSION_SET_UP = """import signal
+print(open('/proc/self/oom_score_adj').read().strip(), signal.getsignal(signal.SIGCHLD) is signal.SIG_DFL)
+"""
+
+
+async def test_every_session_is_set_up_alike(pool: SandboxPool) -> None:
+    """The first session and each wipe's are set up the same: first in line for the out-of-memory
+    killer, SIGCHLD at its default (not the zygote's handler), no keyrings."""
+    for _ in range(3):
+        box = await pool.acquire()
+        try:
+            assert (await box.run_python(SESSION_SET_UP)).output == "1000 True\n"
+            assert (await box.run_python(USE_KEYRINGS)).output == "[(-1, 1), (-1, 1), (-1, 1), (-1, 1)]\n"
+        finally:
+            await box.close()
+
+
 def _plant_root_file(box: AgentSandbox, path: str) -> None:
     """Write a root-owned file at ``path`` inside ``box``, through a process of its /proc/PID/root."""
     Path(f"/proc/{_process_in(box)}/root{path}").write_text("not the code's")
