@@ -18,6 +18,7 @@ sessions' faults per episode in milliseconds.
     python benchmarks/episode_cost.py --quick --out /tmp/e.json
     git show OLD:sandboxes/agent/agent.py > /tmp/old_agent.py
     python benchmarks/episode_cost.py --against /tmp/old_agent.py   # A/B, windows interleaved
+    python benchmarks/episode_cost.py --through-agent     # lent sessions against calls through the agent
 """
 
 from __future__ import annotations
@@ -92,10 +93,19 @@ async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
             "fault_us": fault_us()}
 
 
-async def windows(steps: int, seconds: float, count: int, agent: str | None = None) -> list[dict[str, Any]]:
-    """``count`` windows of one env on a fresh pool, after a warm-up window; ``agent``: another agent source."""
+async def windows(steps: int, seconds: float, count: int, agent: str | None = None,
+                  through_agent: bool = False) -> list[dict[str, Any]]:
+    """``count`` windows of one env on a fresh pool, after a warm-up window; ``agent``: another agent source;
+    ``through_agent``: python calls go through the agent, as before sessions were lent to the host
+    (``agentgym.sandboxes.lent``): the sandboxes are given no lending socket."""
     if agent is not None:
         local.agent_source = lambda: agent  # what the next sandboxes start (the pool is fresh)
+    init = local.LocalSandbox.__init__
+    if through_agent:
+        def unlent(self: local.LocalSandbox, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **kwargs)
+            self.lender = None
+        local.LocalSandbox.__init__ = unlent  # type: ignore[method-assign]
     await warm_up("local", count=2)
     env = agentgym.make("code", sandbox_backend="local", max_turns=10**9)
     try:
@@ -105,18 +115,24 @@ async def windows(steps: int, seconds: float, count: int, agent: str | None = No
         await env.close()
         await shutdown_pools()
         local.agent_source = agent_source
+        local.LocalSandbox.__init__ = init  # type: ignore[method-assign]
 
 
 async def level(steps: int, args: argparse.Namespace, other: str | None) -> list[dict[str, Any]]:
-    """This checkout's row for ``steps``; with ``other`` (``--against``'s source), that agent's too, their
-    windows interleaved."""
-    if other is None:
-        runs = {"this checkout": await windows(steps, args.seconds, args.repeat)}
+    """This checkout's row for ``steps``; with ``other`` (``--against``'s source) and ``--through-agent``,
+    those rows too, their windows interleaved."""
+    arms = {"this checkout": (None, False)}
+    if other is not None:  # an agent from before lent sessions answers python calls itself
+        arms[args.against] = (other, "def op_session" not in other)
+    if args.through_agent:
+        arms["this checkout, python calls through the agent"] = (None, True)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
+    if len(arms) == 1:
+        runs["this checkout"] = await windows(steps, args.seconds, args.repeat)
     else:
-        runs = {"this checkout": [], args.against: []}
         for k in range(args.repeat):  # alternating which goes first
             for name in list(runs)[:: 1 if k % 2 == 0 else -1]:
-                runs[name] += await windows(steps, args.seconds, 1, None if name == "this checkout" else other)
+                runs[name] += await windows(steps, args.seconds, 1, *arms[name])
     return [{"steps": steps, "agent": name, "runs": rows,
              "summary": summarize([{k: v for k, v in r.items() if v is not None} for r in rows])}
             for name, rows in runs.items()]
@@ -127,6 +143,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 20], help="python calls per episode")
     parser.add_argument("--against", metavar="AGENT_PY", help="another in-sandbox agent (e.g. an older commit's "
                         "sandboxes/agent/agent.py), measured in windows interleaved with this checkout's")
+    parser.add_argument("--through-agent", action="store_true", help="also measure this checkout with python "
+                        "calls through the agent (no lent sessions), in interleaved windows")
     run_options(parser, "episode_cost", repeat=5, quick="short windows", seconds=5.0)
     args = parser.parse_args()
     if args.quick:

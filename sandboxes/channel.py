@@ -56,39 +56,55 @@ class Listener:
             if os.geteuid() != 0:  # the container's root has no CAP_DAC_OVERRIDE: it needs the bits
                 os.chmod(self.dir, 0o711)
                 os.chmod(self.path, 0o666)
-            self._sock.listen(1)
+            self._sock.listen(2)
             self._sock.setblocking(False)
         except OSError:
             self.close()
             remove_dir(self.dir)
             raise
 
-    async def accept(self, container_id: str, lost: asyncio.Future[None], seconds: float) -> socket.socket:
-        """The agent's connection, once; then nothing is left to connect to.
+    async def accept(self, container_id: str, lost: asyncio.Future[None],
+                     seconds: float) -> tuple[socket.socket, socket.socket]:
+        """The agent's two connections (requests, then the socket it lends its Python session on), once;
+        then nothing is left to connect to.
 
         Raises:
             SandboxError: The agent exited first (``lost`` finished), did not connect within
-                ``seconds``, or the peer is not a process of ``container_id``.
+                ``seconds``, or a peer is not a process of ``container_id``.
         """
         assert self._sock is not None
         loop = asyncio.get_running_loop()
-        accepting = asyncio.ensure_future(loop.sock_accept(self._sock))
+        deadline = loop.time() + seconds
+        conns: list[socket.socket] = []
+        try:
+            for _ in range(2):
+                conn = await self._accept_one(lost, deadline - loop.time())
+                conns.append(conn)
+                if not from_container(conn, container_id):
+                    raise SandboxError(f"a process outside container {container_id[:12]} connected to its socket")
+                conn.setblocking(False)
+        except BaseException:
+            for conn in conns:
+                conn.close()
+            raise
+        finally:
+            self.close()
+        return conns[0], conns[1]
+
+    async def _accept_one(self, lost: asyncio.Future[None], seconds: float) -> socket.socket:
+        assert self._sock is not None
+        accepting = asyncio.ensure_future(asyncio.get_running_loop().sock_accept(self._sock))
         try:
             waiting: list[asyncio.Future[Any]] = [accepting, lost]
-            await asyncio.wait(waiting, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waiting, timeout=max(seconds, 0.0), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not accepting.done():
                 accepting.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await accepting
-            self.close()
         if accepting.cancelled() or accepting.exception() is not None:
             raise SandboxError(f"the agent did not connect to {MOUNT}/{SOCKET_NAME}")
-        conn, _ = accepting.result()
-        if not from_container(conn, container_id):
-            conn.close()
-            raise SandboxError(f"a process outside container {container_id[:12]} connected to its socket")
-        conn.setblocking(False)
+        conn: socket.socket = accepting.result()[0]
         return conn
 
     def close(self) -> None:

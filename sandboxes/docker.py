@@ -27,6 +27,7 @@ import asyncio
 import functools
 import json
 import logging
+import socket
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError
@@ -68,10 +69,10 @@ class DockerSandbox(AgentSandbox):
 
     def __init__(
         self, id: str, limits: Limits, client: AgentClient, attach: Any, rundir: str | None,
-        slot: hosts.Slot | None = None,
+        slot: hosts.Slot | None = None, lender: socket.socket | None = None,
     ) -> None:
         self.endpoint = slot.endpoint if slot is not None else hosts.default()
-        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot))
+        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot), lender)
         self._attach = attach  # the attach stream's transport (it carries the agent's stderr)
 
     async def _start_like(self, n: int) -> list[AgentSandbox]:
@@ -167,8 +168,9 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
         await asyncio.to_thread(engine.client(endpoint).api.start, container_id)
         transport: asyncio.WriteTransport = attached
         protocol = attach_protocol
+        lender = None
         if listener is not None:
-            conn = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
+            conn, lender = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
             transport, protocol = await loop.create_connection(
                 lambda: AgentProtocol(stderr=attach_protocol.stderr), sock=conn
             )
@@ -181,7 +183,7 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
             raise SandboxError(f"{e}: {said}") from e
         raise
     client = AgentClient(transport, protocol, name=container_id[:12])
-    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot)
+    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, lender)
     await sandbox._wait_ready()
     if direct:
         _direct_proven.add(endpoint)

@@ -37,6 +37,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -69,10 +70,10 @@ class LocalSandbox(AgentSandbox):
 
     def __init__(
         self, limits: Limits, client: AgentClient, proc: subprocess.Popen[bytes], uid: int | None,
-        workdir: str | None, recyclable: bool,
+        workdir: str | None, recyclable: bool, lender: socket.socket | None = None,
     ) -> None:
         destroy = functools.partial(_destroy, proc, uid, workdir)
-        super().__init__(f"local-{proc.pid}", limits, client, destroy)
+        super().__init__(f"local-{proc.pid}", limits, client, destroy, lender)
         self.proc = proc
         self._uid = uid
         self._workdir = workdir
@@ -195,26 +196,34 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             env["TMPDIR"] = workdir
             run_as, recyclable = uid, False
         argv = [python, "-u", "-c", agent_source(), json.dumps(config)]
+    # The socket the agent lends its Python session on (see agentgym.sandboxes.lent): its end keeps its number.
+    lender, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    config["lend_fd"] = theirs.fileno()
+    argv[-1] = json.dumps(config)
     try:
         # Started on the event loop's thread (not in a worker thread that may end), because
         # --die-with-parent follows the thread that forked; a fork takes about a millisecond.
         proc = subprocess.Popen(  # noqa: ASYNC220
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd="/", start_new_session=True, close_fds=True,
+            env=env, cwd="/", start_new_session=True, close_fds=True, pass_fds=(theirs.fileno(),),
             user=run_as, group=run_as, extra_groups=[] if run_as is not None else None,
         )
     except OSError as e:
+        lender.close()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
         if uid is not None:
             _uids_taken.discard(uid)
         raise SandboxError(f"could not start the local sandbox agent: {e}") from e
+    finally:
+        theirs.close()
+    lender.setblocking(False)
     loop = asyncio.get_running_loop()
     assert proc.stdin is not None and proc.stdout is not None
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
     _, protocol = await loop.connect_read_pipe(AgentProtocol, proc.stdout)
     client = AgentClient(transport, protocol, name=f"local-{proc.pid}")
-    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable)
+    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, lender)
     await sandbox._wait_ready()
     return sandbox
 

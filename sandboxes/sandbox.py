@@ -21,10 +21,13 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
+from agentgym.sandboxes import lent
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
 from agentgym.sandboxes.protocol import AgentClient
 
 if TYPE_CHECKING:
+    import socket
+
     from agentgym.sandboxes.pool import SandboxProvider
 
 log = logging.getLogger(__name__)
@@ -78,7 +81,8 @@ class AgentSandbox:
     """Whether :meth:`recycle` can wipe it: code runs as a uid of its own (so the agent can tell what
     that uid left) in private IPC and mount namespaces. Set by the backend."""
 
-    def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None]) -> None:
+    def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None],
+                 lender: socket.socket | None = None) -> None:
         """
         Args:
             id: The backend's name for the sandbox.
@@ -86,10 +90,16 @@ class AgentSandbox:
             client: Connected to the sandbox's agent.
             destroy: Blocking; frees everything the sandbox holds. Must not refer to the sandbox
                 object, since it also runs after the object is gone.
+            lender: The host's end of the socket the agent lends its Python session on (see
+                :mod:`~agentgym.sandboxes.lent`); None where there is none (a remote engine's
+                attach stream), and python calls then go through the agent.
         """
         self.id = id
         self.limits = limits
         self.client = client
+        self.lender = lender
+        self._lent: lent.LentSession | None = None
+        self._python_lock = asyncio.Lock()
         self.started = time.monotonic()
         self._closed = False
         self._finalizer = weakref.finalize(self, _destroy_quietly, id, destroy)
@@ -133,11 +143,54 @@ class AgentSandbox:
             SandboxError: The sandbox died or is closed.
         """
         seconds = self._timeout(timeout)
+        if self.lender is not None:
+            return await self._run_lent(code, seconds)
         reply = await self._call("python", seconds, code=code, timeout=seconds)
         return PythonResult(
             output=reply["stdout"] + reply["stderr"], error=reply["error"], timed_out=reply["timed_out"],
             truncated=reply["truncated"], restarted=reply["restarted"],
         )
+
+    async def _run_lent(self, code: str, seconds: float) -> PythonResult:
+        """``run_python`` on the session's own pipes (:mod:`~agentgym.sandboxes.lent`), the agent asked
+        only for a session and to restart one; the result is the same as through the agent."""
+        async with self._python_lock:
+            if self._closed:
+                raise SandboxError(f"sandbox {self.id} is closed")
+            if self._lent is None:
+                _, failed = await self._borrow(None, seconds)
+                if failed is not None:
+                    return PythonResult(output="", error=failed, timed_out=False, truncated=False, restarted=True)
+            session = self._lent
+            assert session is not None
+            ran = await session.run(code, seconds)
+            error = ran.error
+            if ran.outcome != "done":
+                self._lent = None
+                try:
+                    note, failed = await self._borrow(ran.outcome, seconds)
+                finally:
+                    session.collect(ran)  # what it wrote before it was killed
+                    session.close()
+                error = ((error or "") + note if ran.outcome == "broken" else note) + (failed or "")
+        return PythonResult(
+            output=ran.out.text() + ran.err.text(), error=error, timed_out=ran.outcome == "timeout",
+            truncated=ran.out.truncated or ran.err.truncated, restarted=ran.outcome != "done",
+        )
+
+    async def _borrow(self, restart: str | None, seconds: float) -> tuple[str, str | None]:
+        """Take the session's pipes from the agent, which first kills the current session when ``restart``
+        says why; what a python call says of the restart, and why no session could be started."""
+        assert self.lender is not None
+        reply = await self._call("session", 0.0, restart=restart, timeout=seconds)
+        if reply["failed"]:
+            return reply["note"] or "", reply["failed"]
+        try:
+            fds = lent.receive(self.lender)
+        except OSError as e:
+            raise SandboxError(f"sandbox {self.id}: the agent lent no Python session: {e}") from e
+        self._lent = lent.LentSession(fds, self.limits.output_bytes)
+        return reply["note"] or "", None
 
     async def read_file(self, path: str) -> bytes:
         """The bytes of ``path`` (relative paths start at the working directory).
@@ -185,8 +238,13 @@ class AgentSandbox:
         """
         if not self.recyclable or self.client.broken is not None or self.client.protocol.lost is not None:
             return None
+        self._drop_lent()  # the wipe ends the session; the next user borrows the new one
+        session = None
         try:
-            wiped = await self.client.call("wipe", RECYCLE_TIMEOUT + GRACE_SECONDS, timeout=RECYCLE_TIMEOUT)
+            wiped = await self.client.call("wipe", RECYCLE_TIMEOUT + GRACE_SECONDS, timeout=RECYCLE_TIMEOUT,
+                                           lend=self.lender is not None)
+            if wiped.get("lent") and self.lender is not None:
+                session = lent.LentSession(lent.receive(self.lender), self.limits.output_bytes)
         except (SandboxError, OSError) as e:
             log.info("sandbox %s could not be recycled: %s", self.id, e)
             return None
@@ -195,11 +253,15 @@ class AgentSandbox:
             return None
         detached = self._finalizer.detach()
         if detached is None:
+            if session is not None:
+                session.close()
             return None
         fresh = copy.copy(self)
         fresh._finalizer = weakref.finalize(fresh, detached[1], *detached[2])
         fresh._closed = False
         fresh.return_to = None
+        fresh._lent = session  # the new session, lent with the wipe's reply: the first call asks nothing more
+        fresh._python_lock = asyncio.Lock()
         return fresh
 
     async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[AgentSandbox]:
@@ -249,6 +311,7 @@ class AgentSandbox:
         if self._closed:
             return
         self._closed = True
+        self._drop_lent()
         if self.return_to is not None:
             give_back, self.return_to = self.return_to, None
             give_back(self, True)
@@ -261,6 +324,9 @@ class AgentSandbox:
         if self.return_to is not None:
             give_back, self.return_to = self.return_to, None
             give_back(self, False)
+        self._drop_lent()
+        if self.lender is not None:
+            self.lender.close()
         self.client.close()
         await asyncio.to_thread(self._finalizer)
 
@@ -293,6 +359,11 @@ class AgentSandbox:
             raise SandboxError(f"sandbox {self.id} did not start: {e}") from e
 
     # ----------------------------------------------------------------- internals
+    def _drop_lent(self) -> None:
+        if self._lent is not None:
+            self._lent.close()
+            self._lent = None
+
     def _timeout(self, timeout: float | None) -> float:
         return self.limits.exec_timeout if timeout is None else timeout
 

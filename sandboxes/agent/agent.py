@@ -15,12 +15,19 @@ Ops:
         "restarted"}``. Runs in a persistent Python session, so state carries over between calls.
     read_file: ``{"path"}`` -> ``{"data": base64}``.
     write_file: ``{"path", "data": base64}`` -> ``{}``; parent directories are created.
-    wipe: ``{"timeout"}`` -> ``{"clean", "reason"}``: everything the code's user left is removed
-        (checked) and a new Python session is ready; ``clean`` false means the sandbox must be destroyed.
+    wipe: ``{"timeout", "lend"}`` -> ``{"clean", "reason", "lent"}``: everything the code's user left is
+        removed (checked) and a new Python session is ready; ``clean`` false means the sandbox must be
+        destroyed. With ``lend``, a clean wipe lends the new session as ``session`` does (``lent``).
     snapshot: ``{"first", "size", "timeout"}`` -> ``{"data": base64, "done"}``: the next chunk of a
         stream of every place code can write (``first`` starts a new one), for a fork.
     restore: ``{"data": base64, "first", "last", "timeout"}`` -> ``{}``: a snapshot's chunks, unpacked
         as the code's user into this sandbox's own places.
+    session: ``{"restart", "timeout"}`` -> ``{"note", "failed"}``: lend the host the Python session's four
+        pipes (code in, replies, stdout, stderr), sent with ``SCM_RIGHTS`` on the lending socket (a
+        second connection to ``"socket"``, or the descriptor ``"lend_fd"`` of the config) before the
+        reply, so that the host's python calls go straight to the session and never wake this process.
+        ``restart`` (``"timeout"``, ``"died"``, ``"broken"``, ``"garbled"``) first kills the session the
+        host gave up on; ``note`` says so as a python call would. ``failed``: no session could be started.
 
 Five kinds of process, so that no user code ever runs where it could reach anything but its own session:
 
@@ -52,7 +59,9 @@ code can leave nothing there for a wipe to find (a uid's persistent keyring outl
 The agent itself never runs user code: commands and the Python session are child processes whose
 output it reads through pipes, keeping at most ``output_bytes`` of each stream and draining (and
 dropping) the rest, so that nothing user code does (loop forever, print gigabytes, fork, exhaust
-memory, close its file descriptors, exit) can stop it from answering. Children get the rlimits in
+memory, close its file descriptors, exit) can stop it from answering. A session lent to the host
+(``session``) is read by the host instead, with the same bounds (``agentgym.sandboxes.lent``); the
+agent then only starts and kills sessions. Children get the rlimits in
 the config and volunteer to be the out-of-memory killer's first choice. The agent exits after
 ``wall_seconds`` or when the request stream closes, taking every child with it.
 
@@ -376,12 +385,12 @@ def send_reply(replies: int, reply: dict[str, Any]) -> None:
     os.write(replies, b"%010d" % len(data) + data)
 
 
-def run_session(code_in: int, replies: int) -> None:
+def run_session(code_in: int, replies: int, cap: int) -> None:
     """The worker's loop: run each length-prefixed code frame from ``code_in`` in one namespace.
 
-    After each run it flushes stdout/stderr (pipes the agent reads) and answers on ``replies`` with
-    the traceback, if any, and whether its stdout/stderr still work (if not, it exits and the agent
-    starts a new session). Never returns.
+    After each run it flushes stdout/stderr (pipes the agent or the host reads) and answers on
+    ``replies`` with the traceback, if any (at most ``cap`` characters of it: the reply is read whole),
+    and whether its stdout/stderr still work (if not, it exits and a new session is started). Never returns.
     """
     main = types.ModuleType("__main__")  # the session's own, so pickle and ``import __main__`` find its names
     main.__dict__["__builtins__"] = builtins
@@ -417,6 +426,8 @@ def run_session(code_in: int, replies: int) -> None:
         except BaseException as e:
             tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
             error = "".join(traceback.format_exception(type(e), e, tb))
+            if len(error) > cap:
+                error = error[:cap] + f"\n[the traceback is cut at {cap} characters]\n"
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -575,7 +586,7 @@ def fork_session(agent: Agent, sock: socket.socket, clean_by: float | None) -> N
                     return
             if "random" in sys.modules:  # a forked session would otherwise repeat its parent's sequence
                 sys.modules["random"].seed()
-            run_session(code_r, reply_w)
+            run_session(code_r, reply_w, agent.cap)
         except BaseException:
             traceback.print_exc()  # on the session's stderr: the next python call reports it
         finally:
@@ -1050,6 +1061,7 @@ class Agent:
         self.zygote: Zygote | None = None
         self.worker: Session | None = None
         self.copier: Copier | None = None  # a snapshot or restore under way (see fork)
+        self.lender: socket.socket | None = None  # where the session's pipes go to the host (op_session)
         self.baseline: set[str] = set()  # every entry of every writable mount, before any code ran
         self.writable: list[str] = []  # the directories among them that code may write in
         self.unwipeable: str | None = "code runs as the agent's own user" if not self.user else None
@@ -1252,27 +1264,56 @@ class Agent:
         error = reply["error"] if reply is not None else None
         restarted = reply is None or reply["broken"]
         if restarted:
-            status = self.stop_worker(streams)
-            if reply is not None:
-                error = (error or "") + "the code closed the Python session's output; it was restarted\n"
-            elif ended == "timeout":
-                seconds = float(req.get("timeout") or self.default_timeout)
-                error = f"TimeoutError: the code ran longer than {seconds:.3g} s; the session was restarted\n"
-            else:
-                if status is None:
-                    how = "ended"
-                elif status < 0:
-                    how = f"was killed by signal {-status}"
-                else:
-                    how = f"exited ({status})"
-                hint = " (out of memory?)" if status == -signal.SIGKILL else ""
-                error = f"the Python session {how}{hint}; it was restarted\n"
+            why = "broken" if reply is not None else "timeout" if ended == "timeout" else "died"
+            note = self.restart_note(why, self.stop_worker(streams), req)
+            error = (error or "") + note if why == "broken" else note
             try:
                 self.start_worker()
             except OSError:
                 pass  # out of processes: the next call tries again
         return {"stdout": out.text(), "stderr": err.text(), "error": error, "timed_out": ended == "timeout",
                 "truncated": out.truncated or err.truncated, "restarted": restarted}
+
+    def restart_note(self, why: str, status: int | None, req: dict[str, Any]) -> str:
+        """What a python call says of a session restarted because it timed out, died or broke its output."""
+        if why == "broken":
+            return "the code closed the Python session's output; it was restarted\n"
+        if why == "garbled":  # a lent session (see op_session) wrote to its reply pipe itself
+            return "the Python session sent a reply that was not its own; it was restarted\n"
+        if why == "timeout":
+            seconds = float(req.get("timeout") or self.default_timeout)
+            return f"TimeoutError: the code ran longer than {seconds:.3g} s; the session was restarted\n"
+        if status is None:
+            how = "ended"
+        elif status < 0:
+            how = f"was killed by signal {-status}"
+        else:
+            how = f"exited ({status})"
+        hint = " (out of memory?)" if status == -signal.SIGKILL else ""
+        return f"the Python session {how}{hint}; it was restarted\n"
+
+    def op_session(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Lend the session's pipes to the host (see the module's docstring), restarting it first if asked."""
+        if self.lender is None:
+            raise RuntimeError("this sandbox has no socket to lend its Python session on")
+        note = None
+        why = req.get("restart")
+        if why is not None and self.worker is not None:
+            note = self.restart_note(str(why), self.stop_worker({}), req)
+        if self.worker is None:
+            try:
+                self.start_worker()
+            except OSError as e:
+                return {"note": note, "failed": f"could not start the Python session: {e}"}
+        self.lend()
+        return {"note": note, "failed": None}
+
+    def lend(self) -> None:
+        """Send the session's four pipes to the host on the lending socket (before the reply that says so)."""
+        worker = self.worker
+        assert worker is not None and self.lender is not None
+        fds = array.array("i", (worker.code_in, worker.replies, worker.stdout, worker.stderr))
+        self.lender.sendmsg([b"S"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
 
     def op_read_file(self, req: dict[str, Any]) -> dict[str, Any]:
         with self.as_user(), self.open_regular(req["path"], os.O_RDONLY) as f:
@@ -1358,7 +1399,10 @@ class Agent:
             self.worker.close()  # the cleaner kills it with the rest
             self.worker = None
         problem = self.unwipeable or self.clean(self.call_deadline(req))
-        return {"clean": problem is None, "reason": problem or ""}
+        lent = problem is None and bool(req.get("lend")) and self.lender is not None
+        if lent:
+            self.lend()
+        return {"clean": problem is None, "reason": problem or "", "lent": lent}
 
     def open_regular(self, path: str, flags: int) -> IO[bytes]:
         """Open a regular file only: a FIFO would block the agent and /dev/zero never ends."""
@@ -1479,8 +1523,9 @@ def write_all(fd: int, data: bytes) -> None:
 def connect(path: str) -> socket.socket:
     """The host's socket (Docker with a local engine), connected before anything else runs.
 
-    The host accepts one connection and unlinks the socket before its first request, so by the
-    time any user code exists there is nothing left to connect to.
+    The host accepts two connections (requests, then the lending socket of :meth:`Agent.op_session`)
+    and unlinks the socket before its first request, so by the time any user code exists there is
+    nothing left to connect to.
     """
     channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     channel.connect(path)
@@ -1494,8 +1539,12 @@ def main() -> None:
         if config.get("probe"):  # the host only asked whether the jail can be made here
             return
     channel = connect(config["socket"]) if config.get("socket") else None
+    lender = connect(config["socket"]) if channel else None  # the host accepts a second connection for it
+    if config.get("lend_fd") is not None:
+        lender = socket.socket(fileno=int(config["lend_fd"]))
     requests, replies = (channel.fileno(), channel.fileno()) if channel else (0, 1)
     agent = Agent(config)
+    agent.lender = lender
     if agent.user:
         os.setgroups([])
     # No privilege gain through setuid files for anything started from here.

@@ -72,23 +72,30 @@ def test_wipe_cost(tmp_path: Path) -> None:
 
 
 def test_episode_cost(tmp_path: Path) -> None:
-    # against an agent that is this one in another file: the A/B path, which must charge both alike
+    # against an agent that is this one in another file (the A/B path, which must charge both alike), and
+    # with python calls through the agent
     other = tmp_path / "agent.py"
     other.write_text((REPO / "sandboxes" / "agent" / "agent.py").read_text())
-    result = run_quick("episode_cost", tmp_path, "--against", str(other))
-    assert {(r["steps"], r["agent"]) for r in result["levels"]} == {(n, a) for n in (0, 20)
-                                                                    for a in ("this checkout", str(other))}
-    for agent in ("this checkout", str(other)):
-        rows = {r["steps"]: r["summary"] for r in result["levels"] if r["agent"] == agent}
+    result = run_quick("episode_cost", tmp_path, "--against", str(other), "--through-agent")
+    arms = ("this checkout", str(other), "this checkout, python calls through the agent")
+    assert {(r["steps"], r["agent"]) for r in result["levels"]} == {(n, a) for n in (0, 20) for a in arms}
+    by_arm = {}
+    for agent in arms:
+        rows = by_arm[agent] = {r["steps"]: r["summary"] for r in result["levels"] if r["agent"] == agent}
         for steps, row in rows.items():
             parts = {role: row[f"{role}_ms_per_episode"]["median"] for role in ("client", "agent", "sessions")}
             assert parts["sessions"] > 0, (steps, parts)  # the wipe's fork, in the zygote's count, was charged
             assert sum(parts.values()) == pytest.approx(row["total_ms_per_episode"]["median"], rel=0.5)
             # every new session copies pages of the zygote: its faults are counted, and what one costs
             assert row["sessions_faults_per_episode"]["median"] > 50 and row["fault_us"]["median"] > 0
-        # steps are charged to the client and to the agent that runs them
-        for role in ("client", "agent"):
+        # steps are charged to the client and to the sessions that run them
+        for role in ("client", "sessions"):
             assert rows[20][f"{role}_ms_per_episode"]["median"] > rows[0][f"{role}_ms_per_episode"]["median"], role
+    # ... and to the agent only when the calls go through it: a lent session's calls never wake it
+    through = by_arm[arms[2]]
+    assert through[20]["agent_ms_per_episode"]["median"] > through[0]["agent_ms_per_episode"]["median"]
+    for lent in arms[:2]:
+        assert by_arm[lent][20]["agent_ms_per_episode"]["median"] < through[20]["agent_ms_per_episode"]["median"]
 
 
 def test_humaneval_reference(tmp_path: Path) -> None:

@@ -231,11 +231,14 @@ async def test_a_browser_that_dies_mid_episode_ends_it_with_a_reason_and_leaves_
     if browser.backend == "docker":
         from agentgym.sandboxes import engine
 
+        def listed() -> list[dict]:  # the low-level list: no inspect of a container that goes meanwhile (a 404)
+            return engine.client().api.containers(all=True, filters={"id": browser.id})
+
         for _ in range(100):
-            if not engine.client().containers.list(all=True, filters={"id": browser.id}):
+            if not listed():
                 break
             await asyncio.sleep(0.1)
-        assert not engine.client().containers.list(all=True, filters={"id": browser.id})
+        assert not listed()
     assert history_of(trajectory.all_messages()) == [("click", {"x": 80, "y": 100})]
 
 

@@ -1,0 +1,239 @@
+"""The host's direct line to a sandbox's Python session: python calls that never wake the agent.
+
+A python call through the agent crosses two processes: the host writes a request to the agent, the
+agent writes the code to the session's pipe, waits for its reply, reads its output, and writes a
+reply back. The agent's part of that is about 0.1 CPU-ms per call, a third of the call's cost (see
+docs/benchmarks.md, "Python calls that skip the agent"). So the agent lends the host the session's
+own pipes (its ``session`` op sends them with ``SCM_RIGHTS`` on a socket kept for that): the host
+writes the code frame to the session and reads its reply and output itself, exactly as the agent
+would, and the agent only steps in to start a session, to kill one that timed out, died or closed
+its output (``session`` with ``restart``), and for everything else (commands, files, wipes).
+
+The session runs untrusted code, so everything read from it is bounded here as in the agent: each
+output stream keeps ``cap`` bytes and drops the rest, the reply frame is at most :func:`reply_limit`
+bytes, and a frame that is not a length and JSON, or a reply nobody asked for, makes the session
+"garbled" (restarted). A session that stops reading its code or never answers is a timeout. Nothing
+is ever sent to the session but code frames, and it gets no descriptor of the host's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentgym.sandboxes.agent.agent import QUIET_WAIT, Capture, read_available  # the agent's own: both read alike
+
+LENT_FDS = 4  # code in, replies, stdout, stderr: the order the agent sends them in
+LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
+
+Outcome = Literal["done", "timeout", "died", "broken", "garbled"]
+
+
+def reply_limit(cap: int) -> int:
+    """The longest reply frame a session may send: its traceback is cut at ``cap`` characters, and JSON
+    writes a character outside the BMP as 12 bytes."""
+    return 12 * cap + 4096
+
+
+@dataclass
+class Ran:
+    """What one python call on a lent session came to.
+
+    Attributes:
+        outcome: ``done`` (the session answered and lives on), ``timeout``, ``died`` (its reply pipe
+            closed), ``broken`` (the code closed its output) or ``garbled`` (the reply pipe carried
+            what no session sends: code wrote to it).
+        error: The traceback of an uncaught exception, when it answered.
+        out: What it wrote to stdout (the first ``cap`` bytes).
+        err: What it wrote to stderr (likewise).
+    """
+
+    outcome: Outcome
+    error: str | None
+    out: Capture
+    err: Capture
+
+
+def receive(lender: socket.socket) -> list[int]:
+    """The session's four pipes, which the agent sent on ``lender`` before its reply to ``session``.
+
+    Raises:
+        OSError: Nothing (or not four descriptors) was waiting there; any received are closed.
+    """
+    _, fds, _, _ = socket.recv_fds(lender, 1, LENT_FDS, socket.MSG_DONTWAIT)
+    if len(fds) != LENT_FDS:
+        for fd in fds:
+            os.close(fd)
+        raise OSError(f"the agent lent {len(fds)} descriptors, not {LENT_FDS}")
+    return fds
+
+
+class LentSession:
+    """One Python session's pipes, lent by the agent; python calls on it run from this event loop.
+
+    Calls are one at a time (the caller holds a lock). The reply pipe is watched for as long as the
+    session is held; stdout and stderr only once a call has run for :data:`QUIET_WAIT` without
+    answering, since most calls answer within it and their output is then read in one go.
+
+    Args:
+        fds: Code in (written), replies, stdout and stderr (read), as :func:`receive` returns them.
+        cap: Bytes kept of each output stream per call.
+    """
+
+    def __init__(self, fds: list[int], cap: int) -> None:
+        self.code_in, self.replies, self.stdout, self.stderr = fds
+        for fd in fds:
+            os.set_blocking(fd, False)
+        self.cap = cap
+        self.limit = reply_limit(cap)
+        self.garbled = False  # it sent a reply nobody asked for, or a bad frame
+        self.dead = False  # its reply pipe closed
+        self._loop = asyncio.get_running_loop()
+        self._frame = bytearray()
+        self._call: asyncio.Future[Outcome] | None = None
+        self._reply: dict[str, Any] | None = None
+        self._captures: dict[int, Capture] = {}
+        self._pending = memoryview(b"")
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._loop.add_reader(self.replies, self._on_reply)
+
+    async def run(self, code: str, seconds: float) -> Ran:
+        """Run ``code`` in the session; its outcome, traceback and output. Never raises for what the code does."""
+        out, err = Capture(self.cap), Capture(self.cap)
+        if self.dead or self.garbled:
+            return Ran("died" if self.dead else "garbled", None, out, err)
+        data = code.encode("utf-8")
+        self._captures = {self.stdout: out, self.stderr: err}
+        self._reply = None
+        call = self._call = self._loop.create_future()
+        self._pending = memoryview(b"%010d" % len(data) + data)
+        self._write()
+        if self._pending:  # the session reads a long frame as it comes; meanwhile it may write output
+            self._loop.add_writer(self.code_in, self._write)
+            self._pump()
+        quiet = min(QUIET_WAIT, seconds)
+        self._timer = self._loop.call_later(quiet, self._on_quiet, seconds - quiet)
+        try:
+            outcome = await call
+        finally:
+            self._call = None
+            self._stop_pumping()
+        self._drain(self._captures)
+        self._captures = {}
+        reply = self._reply
+        if outcome == "done" and reply is not None and reply.get("broken"):
+            outcome = "broken"
+        error = reply.get("error") if reply is not None else None
+        return Ran(outcome, error if isinstance(error, str) else None, out, err)
+
+    def collect(self, ran: Ran) -> None:
+        """Add to ``ran`` what the output pipes still hold: after a restart, what the session wrote last."""
+        self._drain({self.stdout: ran.out, self.stderr: ran.err})
+
+    def close(self) -> None:
+        """Stop watching the session and close the pipes this process holds (the agent keeps its own)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_pumping()
+        self._loop.remove_reader(self.replies)
+        for fd in (self.code_in, self.replies, self.stdout, self.stderr):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self._call is not None and not self._call.done():
+            self._call.set_result("died")
+
+    # ----------------------------------------------------------------- event-loop callbacks
+    def _write(self) -> None:
+        try:
+            written = os.write(self.code_in, self._pending)
+        except BlockingIOError:
+            return
+        except OSError:  # the session closed its end: it is gone
+            self._pending = memoryview(b"")
+            self._finish("died")
+            return
+        self._pending = self._pending[written:]
+        if not self._pending:
+            self._loop.remove_writer(self.code_in)
+
+    def _on_quiet(self, remaining: float) -> None:
+        """The call has run for a while: read output as it comes, and time it out after ``remaining``."""
+        self._pump()
+        self._timer = self._loop.call_later(remaining, self._finish, "timeout")
+
+    def _pump(self) -> None:
+        for fd in self._captures:
+            self._loop.add_reader(fd, self._on_output, fd)
+
+    def _stop_pumping(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for fd in (self.stdout, self.stderr):
+            self._loop.remove_reader(fd)
+        if self._pending:
+            self._pending = memoryview(b"")
+        self._loop.remove_writer(self.code_in)
+
+    def _on_output(self, fd: int) -> None:
+        chunk = read_available(fd)
+        if chunk:
+            self._captures[fd].feed(chunk)
+        elif chunk == b"":
+            self._loop.remove_reader(fd)  # closed: the reply pipe says whether the session went
+
+    @staticmethod
+    def _drain(captures: dict[int, Capture]) -> None:
+        for fd, capture in captures.items():
+            while chunk := read_available(fd):
+                capture.feed(chunk)
+
+    def _on_reply(self) -> None:
+        chunk = read_available(self.replies)
+        if chunk is None:
+            return
+        if not chunk:
+            self.dead = True
+            self._loop.remove_reader(self.replies)
+            self._finish("died")
+            return
+        frame = self._frame
+        frame += chunk
+        if len(frame) < LENGTH_DIGITS:
+            return
+        digits = bytes(frame[:LENGTH_DIGITS])
+        size = int(digits) if digits.isdigit() else -1
+        if size < 0 or size > self.limit or self._call is None:
+            self._give_up()
+            return
+        if len(frame) < LENGTH_DIGITS + size:
+            return
+        try:
+            reply = json.loads(frame[LENGTH_DIGITS:LENGTH_DIGITS + size])
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict) or len(frame) > LENGTH_DIGITS + size:
+            self._give_up()
+            return
+        frame.clear()
+        self._reply = reply
+        self._finish("done")
+
+    def _give_up(self) -> None:
+        """The session sent what no session sends: stop reading it; it is restarted."""
+        self.garbled = True
+        self._frame.clear()
+        self._loop.remove_reader(self.replies)
+        self._finish("garbled")
+
+    def _finish(self, outcome: Outcome) -> None:
+        if self._call is not None and not self._call.done():
+            self._call.set_result(outcome)
+

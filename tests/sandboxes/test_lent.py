@@ -1,0 +1,99 @@
+"""Python calls on a lent session (agentgym.sandboxes.lent): the host talks to the session itself, the
+agent only starts and restarts sessions; what the session's code does to its own pipes is bounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentgym.errors import SandboxError
+from agentgym.sandboxes.pool import SandboxPool
+from agentgym.sandboxes.sandbox import AgentSandbox
+from tests.sandboxes.conftest import SMALL
+
+# The session's own reply pipe: the one write-only FIFO among its descriptors besides stdout and stderr.
+FIND_REPLY_PIPE = """
+import fcntl, os, stat
+def reply_pipe():
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            writes_only = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
+            if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) and writes_only:
+                return fd
+        except OSError:
+            pass
+"""
+
+
+def agent_requests(sandbox: AgentSandbox) -> int:
+    """How many requests the host has sent the agent so far."""
+    return sandbox.client._next_id
+
+
+async def test_python_calls_do_not_go_through_the_agent(sandbox: AgentSandbox) -> None:
+    assert sandbox.lender is not None
+    await sandbox.run_python("x = 1")
+    before = agent_requests(sandbox)
+    for i in range(50):
+        result = await sandbox.run_python(f"x += 1\nprint(x, {i})")
+        assert result.output == f"{i + 2} {i}\n" and not result.restarted
+    assert agent_requests(sandbox) == before
+
+
+@pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}"])
+async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: AgentSandbox, forged: bytes) -> None:
+    await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")
+    result = await sandbox.run_python(f"import time\nos.write(reply_pipe(), {forged!r})\ntime.sleep(0.3)")
+    if not result.restarted:  # a well-formed forged reply ends the call early; the real one is then no one's
+        result = await sandbox.run_python("print('after')")
+    assert result.restarted
+    assert "was not its own" in (result.error or "")
+    again = await sandbox.run_python("print(globals().get('kept'))")
+    assert again.output == "None\n" and not again.restarted  # a new session, working
+
+
+async def test_code_longer_than_a_pipe_runs(sandbox: AgentSandbox) -> None:
+    blob = "z" * 1_000_000
+    result = await sandbox.run_python(f"s = {blob!r}\nprint(len(s))")
+    assert result.output == "1000000\n" and result.error is None
+
+
+async def test_output_that_never_stops_is_capped_and_timed_out(sandbox: AgentSandbox) -> None:
+    result = await sandbox.run_python("while True:\n    print('x' * 1000)", timeout=1.0)
+    assert result.timed_out and result.restarted and result.truncated
+    assert len(result.output) == SMALL.output_bytes
+    assert (await sandbox.run_python("print(2)")).output == "2\n"
+
+
+async def test_a_huge_exception_comes_back_cut(sandbox: AgentSandbox) -> None:
+    result = await sandbox.run_python("raise ValueError('v' * 5_000_000)")
+    assert not result.restarted and result.error is not None
+    assert result.error.endswith(f"[the traceback is cut at {SMALL.output_bytes} characters]\n")
+    assert (await sandbox.run_python("print(3)")).output == "3\n"
+
+
+async def test_the_session_holds_no_socket(sandbox: AgentSandbox) -> None:
+    result = await sandbox.run_python(
+        "import os\nprint(sorted(os.readlink(f'/proc/self/fd/{n}').split(':')[0] for n in os.listdir('/proc/self/fd')"
+        " if os.path.exists(f'/proc/self/fd/{n}')))"
+    )
+    assert "socket" not in result.output and "pipe" in result.output
+
+
+async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(backend: str) -> None:
+    pool = SandboxPool(backend, "python", SMALL, size=1, max_size=1)
+    try:
+        first = await pool.acquire()
+        await first.run_python("secret = 42")
+        await first.close()
+        second = await pool.acquire()
+        assert second is not first and second.id == first.id  # the same container, recycled
+        before = agent_requests(second)
+        result = await second.run_python("print(globals().get('secret'))")
+        assert result.output == "None\n"
+        assert agent_requests(second) == before  # the session came with the wipe's reply
+        with pytest.raises(SandboxError, match="closed"):
+            await first.run_python("print(secret)")
+        await second.close()
+    finally:
+        await pool.shutdown()
