@@ -22,11 +22,13 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import socket
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentgym.sandboxes.agent.agent import QUIET_WAIT, Capture, read_available  # the agent's own: both read alike
+# The agent's own: the host reads a lent session as the agent reads one it keeps.
+from agentgym.sandboxes.agent.agent import QUIET_WAIT, READ_CHUNK, Capture, read_available
 
 LENT_FDS = 4  # code in, replies, stdout, stderr: the order the agent sends them in
 LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
@@ -100,6 +102,7 @@ class LentSession:
         self._captures: dict[int, Capture] = {}
         self._pending = memoryview(b"")
         self._timer: asyncio.TimerHandle | None = None
+        self._pumping = False  # stdout and stderr (and the code pipe, while a frame is pending) are watched
         self._closed = False
         self._loop.add_reader(self.replies, self._on_reply)
 
@@ -160,7 +163,7 @@ class LentSession:
             self._finish("died")
             return
         self._pending = self._pending[written:]
-        if not self._pending:
+        if not self._pending and self._pumping:  # the writer was added: the frame did not fit at once
             self._loop.remove_writer(self.code_in)
 
     def _on_quiet(self, remaining: float) -> None:
@@ -169,18 +172,21 @@ class LentSession:
         self._timer = self._loop.call_later(remaining, self._finish, "timeout")
 
     def _pump(self) -> None:
-        for fd in self._captures:
-            self._loop.add_reader(fd, self._on_output, fd)
+        if not self._pumping:
+            self._pumping = True
+            for fd in self._captures:
+                self._loop.add_reader(fd, self._on_output, fd)
 
     def _stop_pumping(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for fd in (self.stdout, self.stderr):
-            self._loop.remove_reader(fd)
-        if self._pending:
+        if self._pumping:  # most calls answer before they need it: nothing to undo then
+            self._pumping = False
+            for fd in (self.stdout, self.stderr):
+                self._loop.remove_reader(fd)
             self._pending = memoryview(b"")
-        self._loop.remove_writer(self.code_in)
+            self._loop.remove_writer(self.code_in)
 
     def _on_output(self, fd: int) -> None:
         chunk = read_available(fd)
@@ -191,9 +197,16 @@ class LentSession:
 
     @staticmethod
     def _drain(captures: dict[int, Capture]) -> None:
-        for fd, capture in captures.items():
-            while chunk := read_available(fd):
-                capture.feed(chunk)
+        """Take what the pipes hold now: one ``select`` says which hold anything, so an empty one costs no read."""
+        ready = select.select(list(captures), [], [], 0)[0]
+        for fd in ready:
+            while True:
+                chunk = read_available(fd)
+                if not chunk:
+                    break
+                captures[fd].feed(chunk)
+                if len(chunk) < READ_CHUNK:  # a pipe holds at most this much: it is empty now
+                    break
 
     def _on_reply(self) -> None:
         chunk = read_available(self.replies)
@@ -216,8 +229,8 @@ class LentSession:
         if len(frame) < LENGTH_DIGITS + size:
             return
         try:
-            reply = json.loads(frame[LENGTH_DIGITS:LENGTH_DIGITS + size])
-        except ValueError:
+            reply = json.loads(frame[LENGTH_DIGITS:LENGTH_DIGITS + size].decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included
             reply = None
         if not isinstance(reply, dict) or len(frame) > LENGTH_DIGITS + size:
             self._give_up()
