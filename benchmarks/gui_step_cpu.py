@@ -74,13 +74,14 @@ async def measure(steps: int, repeats: int) -> dict[str, Any]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, help="steps per run (default 300; 20 with --quick)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--quick", action="store_true", help="20 steps, 1 run: a smoke test")
+    parser.add_argument("--quick", action="store_true", help="1 run of 20 steps (unless --steps): a smoke test")
     args = parser.parse_args()
     if args.quick:
-        args.steps, args.repeats = 20, 1
+        args.repeats = 1
+    args.steps = args.steps or (20 if args.quick else 300)
     result = asyncio.run(measure(args.steps, args.repeats))
     for pipe in ("fifos", "attach"):
         row = result[pipe]["summary"]

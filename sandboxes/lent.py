@@ -126,8 +126,10 @@ class LentSession:
             outcome = await call
         finally:
             self._call = None
-            self._stop_pumping()
-        self._drain(self._captures)
+            if not self._closed:
+                self._stop_pumping()
+        if not self._closed:  # closed meanwhile (the sandbox was destroyed): its numbers may be others' now
+            self._drain(self._captures)
         self._captures = {}
         reply = self._reply
         if outcome == "done" and reply is not None and reply.get("broken"):
@@ -137,7 +139,8 @@ class LentSession:
 
     def collect(self, ran: Ran) -> None:
         """Add to ``ran`` what the output pipes still hold: after a restart, what the session wrote last."""
-        self._drain({self.stdout: ran.out, self.stderr: ran.err})
+        if not self._closed:
+            self._drain({self.stdout: ran.out, self.stderr: ran.err})
 
     def close(self) -> None:
         """Stop watching the session and close the pipes this process holds (the agent keeps its own)."""
