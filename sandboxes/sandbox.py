@@ -99,6 +99,7 @@ class AgentSandbox:
         self.client = client
         self.lender = lender
         self._lent: lent.LentSession | None = None
+        self._cut_off = False  # a call on the lent session was cancelled: the next one starts a new session
         self._python_lock = asyncio.Lock()
         self.started = time.monotonic()
         self._closed = False
@@ -157,13 +158,22 @@ class AgentSandbox:
         async with self._python_lock:
             if self._closed:
                 raise SandboxError(f"sandbox {self.id} is closed")
+            fresh = False
             if self._lent is None:
-                _, failed = await self._borrow(None, seconds)
+                # after a call cut off by its caller, the session may still be running that call's code
+                fresh = self._cut_off
+                _, failed = await self._borrow("cut off" if fresh else None, seconds)
+                self._cut_off = False
                 if failed is not None:
                     return PythonResult(output="", error=failed, timed_out=False, truncated=False, restarted=True)
             session = self._lent
             assert session is not None
-            ran = await session.run(code, seconds)
+            try:
+                ran = await session.run(code, seconds)
+            except BaseException:  # cancelled: the next call gets a new session (its reply would be this one's)
+                self._lent, self._cut_off = None, True
+                session.close()
+                raise
             error = ran.error
             if ran.outcome != "done":
                 self._lent = None
@@ -175,7 +185,7 @@ class AgentSandbox:
                 error = ((error or "") + note if ran.outcome == "broken" else note) + (failed or "")
         return PythonResult(
             output=ran.out.text() + ran.err.text(), error=error, timed_out=ran.outcome == "timeout",
-            truncated=ran.out.truncated or ran.err.truncated, restarted=ran.outcome != "done",
+            truncated=ran.out.truncated or ran.err.truncated, restarted=ran.outcome != "done" or fresh,
         )
 
     async def _borrow(self, restart: str | None, seconds: float) -> tuple[str, str | None]:
@@ -261,6 +271,7 @@ class AgentSandbox:
         fresh._closed = False
         fresh.return_to = None
         fresh._lent = session  # the new session, lent with the wipe's reply: the first call asks nothing more
+        fresh._cut_off = False
         fresh._python_lock = asyncio.Lock()
         return fresh
 

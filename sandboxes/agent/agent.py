@@ -26,8 +26,8 @@ Ops:
         pipes (code in, replies, stdout, stderr), sent with ``SCM_RIGHTS`` on the lending socket (a
         second connection to ``"socket"``, or the descriptor ``"lend_fd"`` of the config) before the
         reply, so that the host's python calls go straight to the session and never wake this process.
-        ``restart`` (``"timeout"``, ``"died"``, ``"broken"``, ``"garbled"``) first kills the session the
-        host gave up on; ``note`` says so as a python call would. ``failed``: no session could be started.
+        ``restart`` (``"timeout"``, ``"died"``, ``"broken"``, ``"garbled"``, ``"cut off"``) first kills the
+        session the host gave up on; ``note`` says so as a python call would. ``failed``: no session could be started.
 
 Five kinds of process, so that no user code ever runs where it could reach anything but its own session:
 
@@ -1280,6 +1280,8 @@ class Agent:
             return "the code closed the Python session's output; it was restarted\n"
         if why == "garbled":  # a lent session (see op_session) wrote to its reply pipe itself
             return "the Python session sent a reply that was not its own; it was restarted\n"
+        if why == "cut off":  # the host gave up on a lent session's call (its caller was cancelled)
+            return "the last call was cancelled; the Python session was restarted\n"
         if why == "timeout":
             seconds = float(req.get("timeout") or self.default_timeout)
             return f"TimeoutError: the code ran longer than {seconds:.3g} s; the session was restarted\n"

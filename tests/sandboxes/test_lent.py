@@ -3,6 +3,8 @@ agent only starts and restarts sessions; what the session's code does to its own
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from agentgym.errors import SandboxError
@@ -97,3 +99,13 @@ async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(back
         await second.close()
     finally:
         await pool.shutdown()
+
+
+async def test_a_call_cancelled_by_its_caller_leaves_nothing_for_the_next(sandbox: AgentSandbox) -> None:
+    await sandbox.run_python("kept = 1")
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(sandbox.run_python("import time\ntime.sleep(1)\nprint('late')"), 0.3)
+    await asyncio.sleep(1.2)  # the cut-off code would have answered by now
+    result = await sandbox.run_python("print(globals().get('kept'))")
+    assert result.output == "None\n" and result.restarted and result.error is None
+    assert (await sandbox.run_python("print(4)")).output == "4\n"
