@@ -138,7 +138,9 @@ class AgentSandbox:
         Globals persist between calls. An uncaught exception comes back as ``error`` (its
         traceback) and the session lives on. When the code times out, or kills its own process
         (``os._exit``, out of memory, closed stdout), the session is restarted: ``restarted`` is
-        set and earlier variables are gone.
+        set and earlier variables are gone. A call cancelled by its caller leaves the session to be
+        replaced where it is lent to this process (see :mod:`~agentgym.sandboxes.lent`): the next
+        call runs in a new one (``restarted``).
 
         Raises:
             SandboxError: The sandbox died or is closed.
