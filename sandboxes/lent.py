@@ -72,6 +72,8 @@ def receive(lender: socket.socket) -> list[int]:
         for fd in fds:
             os.close(fd)
         raise OSError(f"the agent lent {len(fds)} descriptors, not {LENT_FDS}")
+    for fd in fds:  # nothing this process starts (a local sandbox, a browser's driver) may inherit them
+        os.set_inheritable(fd, False)
     return fds
 
 

@@ -109,3 +109,13 @@ async def test_a_call_cancelled_by_its_caller_leaves_nothing_for_the_next(sandbo
     result = await sandbox.run_python("print(globals().get('kept'))")
     assert result.output == "None\n" and result.restarted and result.error is None
     assert (await sandbox.run_python("print(4)")).output == "4\n"
+
+
+async def test_the_lent_pipes_are_not_inherited_by_what_this_process_starts(sandbox: AgentSandbox) -> None:
+    import os
+
+    await sandbox.run_python("print(1)")
+    session = sandbox._lent
+    assert session is not None
+    for fd in (session.code_in, session.replies, session.stdout, session.stderr):
+        assert not os.get_inheritable(fd)
