@@ -113,7 +113,7 @@ class LentSession:
         out, err = Capture(self.cap), Capture(self.cap)
         if self.dead or self.garbled:
             return Ran("died" if self.dead else "garbled", None, out, err)
-        data = code.encode("utf-8")
+        data = code.encode("utf-8", "surrogatepass")  # a lone surrogate fails in the session, as code
         self._captures = {self.stdout: out, self.stderr: err}
         self._reply = None
         call = self._call = self._loop.create_future()

@@ -1252,7 +1252,7 @@ class Agent:
         worker = self.worker
         assert worker is not None
         streams = {worker.stdout: out, worker.stderr: err}
-        code = req["code"].encode("utf-8")
+        code = req["code"].encode("utf-8", "surrogatepass")  # a lone surrogate fails in the session, as code
         reply = None
         try:
             self.send_code(b"%010d" % len(code) + code, streams, deadline)

@@ -119,3 +119,15 @@ async def test_the_lent_pipes_are_not_inherited_by_what_this_process_starts(sand
     assert session is not None
     for fd in (session.code_in, session.replies, session.stdout, session.stderr):
         assert not os.get_inheritable(fd)
+
+
+@pytest.mark.parametrize("path", ["lent", "through the agent"])
+async def test_code_with_a_lone_surrogate_is_the_codes_own_error(sandbox: AgentSandbox, path: str) -> None:
+    # JSON lets a model send "\ud800"; no Python can run it, and the session lives on either way
+    if path == "through the agent":
+        sandbox._drop_lent()
+        sandbox.lender = None
+    await sandbox.run_python("kept = 5")
+    result = await sandbox.run_python("x = '\ud800'\nprint(1)")
+    assert result.error is not None and "UnicodeDecodeError" in result.error and not result.restarted
+    assert (await sandbox.run_python("print(kept)")).output == "5\n"
