@@ -50,6 +50,10 @@ LIMITS = Limits(output_bytes=1 << 20)
 """Limits of the verifier's sandboxes: the defaults, with room for a reply of up to a MiB."""
 FRAME_SLACK = 8 << 10  # room in a sandbox's output for a frame's marker and the grader's results
 MIN_GRADER_SECONDS = 2.0  # left to the tests after a hung call, so the rest can fail with a reason
+ENGINE_GRACE_SECONDS = 2.0
+"""How long the grader's sandbox must outlive a broken submission sandbox for the break to count as the
+submission's: an engine going down stops both, but not in the same millisecond (CI saw the grader answer
+a ping just after the submission's sandbox went with a restarting engine)."""
 HOST_SLACK = 5.0  # host-side timeout past the grader's own, which normally fires first
 SUBMISSIONS, GRADERS = "code-submission", "code-grader"  # the roles' pools (``acquire(..., verifier=ROLE)``)
 
@@ -173,8 +177,7 @@ async def _grade(submission: Submission, tests: Tests, deadline: float) -> Repor
     if "task_error" in event:
         raise DataError(f"task {tests.task_id}: {event['task_error']}")
     if loaded is not None:
-        if submission.broke is not None and not await tests.sandbox.is_alive():
-            raise SandboxError(f"both verifier sandboxes failed: {submission.broke}") from submission.broke
+        await _check_the_grader_outlives(submission, tests)
         return Report(loaded=False, error=loaded)
     report = Report(loaded=True)
     while True:
@@ -185,7 +188,22 @@ async def _grade(submission: Submission, tests: Tests, deadline: float) -> Repor
             event = await tests.pump(None, deadline)
         else:
             report.error = event.get("error")
+            await _check_the_grader_outlives(submission, tests)
             return report
+
+
+async def _check_the_grader_outlives(submission: Submission, tests: Tests) -> None:
+    """When the submission's sandbox broke, grade only if the grader's is still up a moment later.
+
+    Raises:
+        SandboxError: The grader's sandbox went too (an engine restarted under both): not a grade.
+    """
+    if submission.broke is None:
+        return
+    for pause in (0.0, ENGINE_GRACE_SECONDS):
+        await asyncio.sleep(pause)
+        if not await tests.sandbox.is_alive():
+            raise SandboxError(f"both verifier sandboxes failed: {submission.broke}") from submission.broke
 
 
 class Submission:

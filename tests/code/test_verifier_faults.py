@@ -44,8 +44,9 @@ class Recording:
         return sandbox
 
 
-async def grade_while_breaking(backend: str, broken: list[str]) -> asyncio.Future[StepResult]:
-    """Submit SLOW_RIGHT and destroy the ``broken`` verifier sandboxes during its first call; the step."""
+async def grade_while_breaking(backend: str, broken: list[str], stagger: float = 0.0) -> asyncio.Future[StepResult]:
+    """Submit SLOW_RIGHT and destroy the ``broken`` verifier sandboxes during its first call, ``stagger``
+    seconds apart; the step."""
     provider = Recording(backend)
     async with make("code", sandbox_backend=provider) as env:
         await env.reset(TASK)
@@ -56,7 +57,12 @@ async def grade_while_breaking(backend: str, broken: list[str]) -> asyncio.Futur
             await asyncio.sleep(0.01)
         victims = [await provider.asked[1 if role == "submission" else 2] for role in broken]
         await asyncio.sleep(1.0)  # inside the submission's slow first call
-        await asyncio.gather(*(victim.destroy() for victim in victims))
+        if stagger:
+            for victim in victims:
+                await victim.destroy()
+                await asyncio.sleep(stagger)
+        else:
+            await asyncio.gather(*(victim.destroy() for victim in victims))
         await asyncio.wait([step])
         return step
 
@@ -64,6 +70,14 @@ async def grade_while_breaking(backend: str, broken: list[str]) -> asyncio.Futur
 @pytest.mark.parametrize("broken", [["grader"], ["submission", "grader"]])
 async def test_a_grader_sandbox_killed_mid_grading_is_an_error_not_a_grade(backend, broken):
     step = await grade_while_breaking(backend, broken)
+    with pytest.raises(SandboxError):
+        step.result()
+
+
+async def test_a_grader_that_goes_just_after_the_submission_is_an_error_not_a_grade(backend):
+    # an engine going down stops its containers close together, not at once: the grader may finish
+    # grading the submission's failures before it goes
+    step = await grade_while_breaking(backend, ["submission", "grader"], stagger=0.5)
     with pytest.raises(SandboxError):
         step.result()
 
