@@ -210,7 +210,7 @@ class LentSession:
                 if not chunk:
                     break
                 captures[fd].feed(chunk)
-                if len(chunk) < READ_CHUNK:  # a pipe holds at most this much: it is empty now
+                if len(chunk) < READ_CHUNK:  # a short read took all the pipe held
                     break
 
     def _on_reply(self) -> None:

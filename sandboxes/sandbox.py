@@ -198,11 +198,19 @@ class AgentSandbox:
         if reply["failed"]:
             return reply["note"] or "", reply["failed"]
         try:
-            fds = lent.receive(self.lender)
+            self._lent = self._take_lent()
         except OSError as e:
             raise SandboxError(f"sandbox {self.id}: the agent lent no Python session: {e}") from e
-        self._lent = lent.LentSession(fds, self.limits.output_bytes)
         return reply["note"] or "", None
+
+    def _take_lent(self) -> lent.LentSession:
+        """The session the agent has just lent: its pipes wait on the lending socket.
+
+        Raises:
+            OSError: They are not there.
+        """
+        assert self.lender is not None
+        return lent.LentSession(lent.receive(self.lender), self.limits.output_bytes)
 
     async def read_file(self, path: str) -> bytes:
         """The bytes of ``path`` (relative paths start at the working directory).
@@ -255,8 +263,8 @@ class AgentSandbox:
         try:
             wiped = await self.client.call("wipe", RECYCLE_TIMEOUT + GRACE_SECONDS, timeout=RECYCLE_TIMEOUT,
                                            lend=self.lender is not None)
-            if wiped.get("lent") and self.lender is not None:
-                session = lent.LentSession(lent.receive(self.lender), self.limits.output_bytes)
+            if wiped.get("lent"):
+                session = self._take_lent()
         except (SandboxError, OSError) as e:
             log.info("sandbox %s could not be recycled: %s", self.id, e)
             return None
