@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel
 
 from agentgym.types import Message, ToolCall, ToolErrorKind
 
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
-class ParsedCall(BaseModel):
-    """A tool call with its arguments decoded, or the reason they could not be."""
+@dataclass(slots=True)
+class ParsedCall:
+    """A tool call with its arguments decoded, or the reason they could not be.
+
+    A plain dataclass: it is built from validated parts on every step and never leaves the process.
+    """
 
     id: str
     name: str
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str = ""
     error: ToolErrorKind | None = None
     error_message: str | None = None

@@ -107,7 +107,7 @@ class ToolFunction:
                 f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in e.errors()
             )
             raise ValueError(problems) from None
-        return {k: getattr(model, k) for k in type(model).model_fields}
+        return dict(model.__dict__)  # the fields, by name (extra="forbid": nothing else)
 
 
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, final: bool = False) -> Any:

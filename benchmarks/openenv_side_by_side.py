@@ -6,14 +6,16 @@ run plays, per target, episodes of ``reset`` + 20 steps of ``print(1)`` in every
 sessions through the system's own env API (OpenEnv's ``CodingEnv`` client to one ``coding_env`` server
 container per session; ``agentgym.make("code", sandbox_backend=...)``), after one unmeasured warm-up episode
 per session, and meters the client process, the env side (server processes or container cgroups) and
-the Docker machinery (dockerd, containerd, the containers' shims and proxies) over the measured phase.
+the Docker machinery (dockerd, containerd, the containers' shims and proxies) over the measured phase:
+at least ``--min-steps`` steps per target (10,000 here: about 2 s of agentgym and 5 s of OpenEnv, where
+the harness's 2,000 gave agentgym windows of 0.4 s, read with a 10 ms CPU clock).
 Ratios are taken within each run, and the median of the runs is reported with its range.
 
 Needs the harness set up once (``OPENENV_MIRROR=<git dir of OpenEnv> setup.sh``: a venv at
 /tmp/openenv-venv and the image ``openenv-bench:bookworm``). agentgym is installed into that venv from
 this checkout (editable, no dependencies, plus the few the code env needs) when it is not already.
 
-    python benchmarks/openenv_side_by_side.py                    # 5 runs at 8 sessions, ~6 min
+    python benchmarks/openenv_side_by_side.py                    # 5 runs at 8 sessions, ~4 min
     python benchmarks/openenv_side_by_side.py --quick --out /tmp/o.json   # smoke test, ~1 min
 """
 
@@ -87,7 +89,9 @@ def main() -> None:
     parser.add_argument("--targets", nargs="+", default=[PEER, *OURS])
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20, help="steps per episode")
-    parser.add_argument("--min-steps", type=int, default=2000, help="measured steps per target and run at least")
+    parser.add_argument("--min-steps", type=int, default=10000,
+                        help="measured steps per target and run at least (the harness's own default, 2000, makes "
+                             "agentgym's window about 0.4 s: 40 ticks of the client's CPU clock)")
     parser.add_argument("--min-episodes", type=int, default=3, help="measured episodes per session at least")
     run_options(parser, "openenv_side_by_side", repeat=5, quick="2 sessions, 1 run, 200 steps",
                 repeat_help="harness runs; medians are reported")

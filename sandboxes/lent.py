@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 # The agent's own: the host reads a lent session as the agent reads one it keeps.
-from agentgym.sandboxes.agent.agent import QUIET_WAIT, READ_CHUNK, Capture, read_available
+from agentgym.sandboxes.agent.agent import PLAIN_REPLY, QUIET_WAIT, READ_CHUNK, Capture, read_available
 
 LENT_FDS = 4  # code in, replies, stdout, stderr: the order the agent sends them in
 LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
@@ -103,7 +103,10 @@ class LentSession:
         self._reply: dict[str, Any] | None = None
         self._captures: dict[int, Capture] = {}
         self._pending = memoryview(b"")
+        # One watchdog timer per session, re-armed lazily (see _watch): a timer set and cancelled per
+        # call cost more than the rest of the call's bookkeeping together.
         self._timer: asyncio.TimerHandle | None = None
+        self._quiet_at = self._ends_at = 0.0  # when the current call starts reading output, and times out
         self._pumping = False  # stdout and stderr (and the code pipe, while a frame is pending) are watched
         self._closed = False
         self._loop.add_reader(self.replies, self._on_reply)
@@ -122,8 +125,13 @@ class LentSession:
         if self._pending:  # the session reads a long frame as it comes; meanwhile it may write output
             self._loop.add_writer(self.code_in, self._write)
             self._pump()
-        quiet = min(QUIET_WAIT, seconds)
-        self._timer = self._loop.call_later(quiet, self._on_quiet, seconds - quiet)
+        now = self._loop.time()
+        self._quiet_at, self._ends_at = now + min(QUIET_WAIT, seconds), now + seconds
+        if self._timer is not None and self._timer.when() > self._quiet_at:  # set for a slower call
+            self._timer.cancel()
+            self._timer = None
+        if self._timer is None:
+            self._timer = self._loop.call_at(self._quiet_at, self._watch)
         try:
             outcome = await call
         finally:
@@ -149,6 +157,9 @@ class LentSession:
         if self._closed:
             return
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._stop_pumping()
         self._loop.remove_reader(self.replies)
         for fd in (self.code_in, self.replies, self.stdout, self.stderr):
@@ -171,10 +182,20 @@ class LentSession:
         if not self._pending and self._pumping:  # the writer was added: the frame did not fit at once
             self._loop.remove_writer(self.code_in)
 
-    def _on_quiet(self, remaining: float) -> None:
-        """The call has run for a while: read output as it comes, and time it out after ``remaining``."""
-        self._pump()
-        self._timer = self._loop.call_later(remaining, self._finish, "timeout")
+    def _watch(self) -> None:
+        """The watchdog: a call that has run :data:`QUIET_WAIT` has its output read as it comes, one past
+        its time is a timeout. Left set when a call ends, it may fire during a later call, or none: it
+        then re-arms for that call's moments, or lapses until the next call sets it."""
+        self._timer = None
+        if self._call is None or self._call.done():
+            return
+        now = self._loop.time()
+        if now >= self._ends_at:
+            self._finish("timeout")
+            return
+        if now >= self._quiet_at:
+            self._pump()
+        self._timer = self._loop.call_at(self._ends_at if self._pumping else self._quiet_at, self._watch)
 
     def _pump(self) -> None:
         if not self._pumping:
@@ -183,9 +204,6 @@ class LentSession:
                 self._loop.add_reader(fd, self._on_output, fd)
 
     def _stop_pumping(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if self._pumping:  # most calls answer before they need it: nothing to undo then
             self._pumping = False
             for fd in (self.stdout, self.stderr):
@@ -224,6 +242,11 @@ class LentSession:
             return
         frame = self._frame
         frame += chunk
+        if frame == PLAIN_REPLY and self._call is not None:  # most replies: no error, output intact
+            frame.clear()
+            self._reply = {}
+            self._finish("done")
+            return
         if len(frame) < LENGTH_DIGITS:
             return
         digits = bytes(frame[:LENGTH_DIGITS])

@@ -380,9 +380,19 @@ def stdio() -> list[tuple[int, int]] | None:
         return None
 
 
-def send_reply(replies: int, reply: dict[str, Any]) -> None:
+def reply_frame(reply: dict[str, Any]) -> bytes:
+    """A session's reply as it travels: its length in ten digits, then its JSON."""
     data = json.dumps(reply).encode("utf-8")
-    os.write(replies, b"%010d" % len(data) + data)
+    return b"%010d" % len(data) + data
+
+
+PLAIN_REPLY = reply_frame({"error": None, "broken": False})
+"""The reply to a call that raised nothing and left stdout and stderr working: most replies, so sent
+(and recognised by a host reading a lent session) as these bytes, with no JSON to write or parse."""
+
+
+def send_reply(replies: int, reply: dict[str, Any]) -> None:
+    os.write(replies, reply_frame(reply))
 
 
 def run_session(code_in: int, replies: int, cap: int) -> None:
@@ -402,7 +412,6 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
     # Touch now (copying the pages shared with the zygote) what the first run touches, so that the
     # first request after a wipe costs what any other does.
     exec(compile("pass", "<python>", "exec"), {})
-    json.dumps({"error": None, "broken": stdio() != pipes})
 
     def read_some() -> bytes:
         chunk = os.read(code_in, READ_CHUNK)
@@ -434,7 +443,10 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
             except Exception:
                 pass
         intact = stdio() == pipes  # code that closed or replaced fds 1/2 leaves a session that cannot talk
-        send_reply(replies, {"error": error, "broken": not intact})
+        if error is None and intact:
+            os.write(replies, PLAIN_REPLY)
+        else:
+            send_reply(replies, {"error": error, "broken": not intact})
         if not intact:
             os._exit(0)
 

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes.agent.agent import PLAIN_REPLY, QUIET_WAIT
 from agentgym.sandboxes.pool import SandboxPool
 from agentgym.sandboxes.sandbox import AgentSandbox
 from tests.sandboxes.conftest import SMALL
@@ -42,7 +43,8 @@ async def test_python_calls_do_not_go_through_the_agent(sandbox: AgentSandbox) -
     assert agent_requests(sandbox) == before
 
 
-@pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}"])
+@pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}", PLAIN_REPLY,
+                                    PLAIN_REPLY * 2])
 async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: AgentSandbox, forged: bytes) -> None:
     await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")
     result = await sandbox.run_python(f"import time\nos.write(reply_pipe(), {forged!r})\ntime.sleep(0.3)")
@@ -65,6 +67,16 @@ async def test_output_that_never_stops_is_capped_and_timed_out(sandbox: AgentSan
     assert result.timed_out and result.restarted and result.truncated
     assert len(result.output) == SMALL.output_bytes
     assert (await sandbox.run_python("print(2)")).output == "2\n"
+
+
+async def test_a_short_timeout_after_a_slow_call_is_kept(sandbox: AgentSandbox) -> None:
+    """The watchdog left set for a slow call with a long timeout must not stretch the next call's."""
+    slow = await sandbox.run_python(f"import time\ntime.sleep({20 * QUIET_WAIT})\nprint('slow')", timeout=60)
+    assert slow.output == "slow\n" and not slow.timed_out
+    started = asyncio.get_running_loop().time()
+    stuck = await sandbox.run_python("while True:\n    pass", timeout=0.5)
+    assert stuck.timed_out and stuck.restarted
+    assert asyncio.get_running_loop().time() - started < 10  # not the 60 s the slow call was allowed
 
 
 async def test_a_huge_exception_comes_back_cut(sandbox: AgentSandbox) -> None:
