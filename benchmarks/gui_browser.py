@@ -8,8 +8,9 @@ repeated runs, on a browser that draws frames on demand (``frames="on_demand"``,
 - ``reset_load_ms``: new context + MiniWoB page served by Playwright routes (no network) + seeded episode;
 - ``reset_episode_ms``: a seeded episode in the loaded page (core.js ``startEpisodeReal``);
 - ``step_ms``: a mouse click and one read of reward/done, as the GUI env makes them: on the page's
-  direct DevTools session (``BrowserSandbox.session(page)``: ``click`` = mouse move, press and
-  release in one write, then ``Runtime.evaluate``), not through Playwright's driver;
+  direct DevTools session (``BrowserSandbox.session(page)``: ``click(x, y, then=READ)`` = mouse move,
+  press, release and the read in one write, the read made again after the click's replies when it ran
+  ahead of the release), not through Playwright's driver;
   ``step_playwright_ms``: the same through Playwright (``page.mouse.click`` then ``page.evaluate``),
   as before the direct session; ``step_screenshot_ms``: the direct step plus a PNG screenshot of the
   160x210 task area (``BrowserSandbox.frames(page).screenshot``, what the env takes);
@@ -237,8 +238,7 @@ async def one_run(backend: str, samples: int, starts: int, env_steps: int) -> di
         session = await sandbox.session(page)
 
         async def step() -> Any:
-            await session.click(*IDLE_POINT)
-            return await session.evaluate(READ)
+            return await session.click(*IDLE_POINT, then=READ)
 
         async def step_playwright() -> Any:
             await frames.run(page.mouse.click(*IDLE_POINT))

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
-from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, open_task
+from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, Status, open_task
 from agentgym.envs.gui.rewards import task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, SandboxError, ToolError
@@ -292,7 +292,8 @@ class GUIEnv(Env):
         return self._page
 
     async def _act(self, action: Callable[[MiniWoBPage], Any]) -> Any:
-        """Run one action on the page and record the page's status after it.
+        """Run one action on the page and record the page's status after it (the action's own result
+        when it is a :class:`Status`: a click reads it with the click).
 
         A browser that died raises :class:`BrowserCrashed` (the episode ends, recorded as an error);
         any other browser error (an unknown key name) goes back to the model as a tool error.
@@ -310,7 +311,10 @@ class GUIEnv(Env):
             if crash is not e:
                 raise crash from e
             raise ToolError(str(e).splitlines()[0]) from e
-        await self._record_status()
+        if isinstance(result, Status):
+            self.trajectory.turns[-1].info["miniwob"] = result.as_dict()
+        else:
+            await self._record_status()
         return result
 
     async def _status(self) -> dict[str, Any]:

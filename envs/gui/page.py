@@ -57,6 +57,11 @@ class Status:
     def as_dict(self) -> dict[str, Any]:
         return {"done": self.done, "raw_reward": self.raw_reward, "reward": self.reward, "reason": self.reason}
 
+    @classmethod
+    def read(cls, raw: dict[str, Any]) -> Status:
+        """From the value of :data:`_STATUS` in the page."""
+        return cls(bool(raw["done"]), float(raw["raw_reward"]), float(raw["reward"]), raw["reason"])
+
 
 def task_url(name: str) -> str:
     return f"{ORIGIN}/miniwob/{name}.html"
@@ -134,8 +139,7 @@ class MiniWoBPage:
         return text["utterance"] if isinstance(text, dict) else str(text)
 
     async def status(self) -> Status:
-        raw = await self._evaluate(_STATUS)
-        return Status(bool(raw["done"]), float(raw["raw_reward"]), float(raw["reward"]), raw["reason"])
+        return Status.read(await self._evaluate(_STATUS))
 
     async def dom(self) -> dict[str, Any]:
         """``core.getDOMInfo()``: the visible element tree with refs and boxes; refreshes the refs."""
@@ -150,9 +154,10 @@ class MiniWoBPage:
         """Draw a frame (on demand), so what waits for one has run before the page is read."""
         await self.frames.draw()
 
-    async def click(self, x: float, y: float) -> None:
-        """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``."""
-        await (await self.frames.session()).click(x, y)
+    async def click(self, x: float, y: float) -> Status:
+        """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``;
+        the page's status once it has handled the click (read in the same write when it can be)."""
+        return Status.read(await (await self.frames.session()).click(x, y, then=_STATUS))
 
     async def click_ref(self, ref: int) -> str | None:
         """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""

@@ -144,6 +144,9 @@ class DirectPipe:
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._markers: dict[str, asyncio.Future[str]] = {}
         self.closed: str | None = None
+        self.playwright_input = 0
+        """How many writes of Playwright's carried an ``Input.`` command (a mouse or key event it sent),
+        so that a page's count of mouse releases can tell this process's clicks from its (``PageSession.click``)."""
         stub = self._dir / "chromium"
         stub.write_text(f"#!/bin/sh\nexec '{sys.executable}' -I -S '{LAUNCHER}' \"$@\"\n")
         stub.chmod(0o700)
@@ -290,6 +293,8 @@ class DirectPipe:
         whole, self._from_playwright = self._from_playwright[:end + 1], self._from_playwright[end + 1:]
         if self._markers and MARKER.encode() in whole:
             self._note_marker(whole)
+        if b'"Input.' in whole:  # or a string that starts so: a count too high only costs a read
+            self.playwright_input += 1
         assert self._to_browser is not None
         self._to_browser.write(whole)
 
@@ -348,6 +353,9 @@ class PageSession:
         self.pipe = pipe
         self.id = session_id
         self._cdp = cdp  # Playwright's handle on the session: it lives as long as the page
+        self._releases: int | None = None  # the page's count of trusted mouse releases after our last click
+        self._input_seen = 0  # the pipe's count of Playwright's input then
+        self._clicking = asyncio.Lock()  # clicks with a read, one at a time: each expects the count it left
 
     async def send(self, *commands: tuple[str, dict[str, Any]], timeout: float = REPLY_SECONDS) -> list[dict[str, Any]]:
         """Send ``commands`` in one write and return their results (see :meth:`DirectPipe.send`)."""
@@ -362,15 +370,53 @@ class PageSession:
         (result,) = await self.send(_evaluate(expression))
         return _value(result)
 
-    async def click(self, x: float, y: float) -> None:
-        """A trusted left click at (x, y) CSS pixels: move, press, release, as Playwright's ``mouse.click``.
+    async def click(self, x: float, y: float, *, then: str | None = None) -> Any:
+        """A trusted left click at (x, y) CSS pixels: move, press, release, as Playwright's ``mouse.click``;
+        with ``then``, the JSON value of that expression once the page has handled the click.
 
         The three go in one write. A mouse move waits for the next frame when the browser draws on
         demand, but the press behind it makes Chromium deliver it at once, so no frame is drawn.
         When this returns the page has handled ``mouseup`` and ``click``.
+
+        ``then`` goes in the same write, behind the click, saving a round trip (a quarter of a click
+        and read: ``benchmarks/gui_browser.py``). But input reaches the page by another path than
+        commands, and Chromium may run the expression before the page has handled the release. So it
+        runs with a count of the trusted mouse releases the page has seen (a listener it installs on
+        first use). The value stands only when that count is one more than after this session's last
+        click and no trusted input but this session's can have reached the page since: every trusted
+        event comes through the pipe, from here or from Playwright, whose input commands the pipe
+        counts. Otherwise (the first click, a page loaded since, input from Playwright, a click in an
+        iframe, the expression ahead of the release) it is evaluated again once the click's replies
+        are in, as without ``then``.
         """
-        await self.send(_mouse("mouseMoved", x, y, "none", 0), _mouse("mousePressed", x, y, "left", 1),
-                        _mouse("mouseReleased", x, y, "left", 1))
+        commands = [_mouse("mouseMoved", x, y, "none", 0), _mouse("mousePressed", x, y, "left", 1),
+                    _mouse("mouseReleased", x, y, "left", 1)]
+        async with self._clicking:
+            if then is None:
+                await self.send(*commands)
+                if self._releases is not None:  # one more expected (if it missed the page: a read more, later)
+                    self._releases += 1
+                return None
+            counted = f"[{_COUNT_RELEASES}, ({then})]"
+            seen = self.pipe.playwright_input
+            releases, value = _value((await self.send(*commands, _evaluate(counted)))[-1])
+            alone = self._input_seen == seen == self.pipe.playwright_input
+            if not alone or self._releases is None or releases != self._releases + 1:
+                seen = self.pipe.playwright_input
+                releases, value = await self.evaluate(counted)
+            self._releases, self._input_seen = releases, seen
+        return value
+
+
+_COUNT_RELEASES = """(() => {
+  let seen = window.__agentgymReleases;
+  if (!seen) {
+    seen = window.__agentgymReleases = {count: 0};
+    addEventListener("mouseup", (event) => { if (event.isTrusted) seen.count++; }, true);
+  }
+  return seen.count;
+})()"""
+"""The page's count of trusted mouse releases, by a listener this installs on first use (``PageSession.click``)."""
 
 
 def _evaluate(expression: str) -> tuple[str, dict[str, Any]]:

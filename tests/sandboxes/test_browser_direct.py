@@ -58,6 +58,26 @@ async def test_a_direct_click_is_trusted_complete_and_needs_no_frame(sandbox: Br
     assert await session.evaluate("log.length") == 5
 
 
+async def test_a_click_with_a_read_never_reads_before_the_click(sandbox: BrowserSandbox, tmp_path: Path) -> None:
+    """The read goes in the click's write and may run first in the page (a quarter of the time, measured):
+    that value must never be the one returned, whatever else clicked or reloaded the page meanwhile."""
+    page = await open_page(sandbox, tmp_path)
+    session = await sandbox.session(page)
+    clicks = "log.filter(event => event[0] === 'click').length"
+    expected = 0
+    for i in range(300):
+        if i == 100:
+            await page.mouse.click(50, 50)  # a trusted release this session did not send
+            expected += 1
+        if i == 200:
+            await page.reload()  # the log and the page's count of releases start again
+            await sandbox.frames(page).draw()  # a new document takes input once it has a frame
+            expected = 0
+        expected += 1
+        assert await session.click(50, 50, then=clicks) == expected, i
+    assert await session.click(150, 150, then=clicks) == expected  # outside the button: no click, still read
+
+
 async def test_direct_reads_return_values_and_errors(sandbox: BrowserSandbox, tmp_path: Path) -> None:
     session = await sandbox.session(await open_page(sandbox, tmp_path))
     assert await session.evaluate("({a: [1, 'two', null], b: 2.5})") == {"a": [1, "two", None], "b": 2.5}
