@@ -293,7 +293,7 @@ class GUIEnv(Env):
 
     async def _act(self, action: Callable[[MiniWoBPage], Any]) -> Any:
         """Run one action on the page and record the page's status after it (the action's own result
-        when it is a :class:`Status`: a click reads it with the click).
+        when it is a :class:`Status`: a click reads it with the click; else read now).
 
         A browser that died raises :class:`BrowserCrashed` (the episode ends, recorded as an error);
         any other browser error (an unknown key name) goes back to the model as a tool error.

@@ -43,6 +43,8 @@ _START = """([seed, limitMs]) => {
 }"""
 _STATUS = """({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
   reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON)})"""
+_STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ return null; }} }})()"
+"""The status, or null where the page cannot give it: read with a click, whose own failure is another matter."""
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,12 @@ class MiniWoBPage:
         """Draw a frame (on demand), so what waits for one has run before the page is read."""
         await self.frames.draw()
 
-    async def click(self, x: float, y: float) -> Status:
+    async def click(self, x: float, y: float) -> Status | None:
         """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``;
-        the page's status once it has handled the click (read in the same write when it can be)."""
-        return Status.read(await (await self.frames.session()).click(x, y, then=_STATUS))
+        the page's status once it has handled the click (read in the same write when it can be), or
+        None when the page cannot say (:meth:`status` then raises why, as after any other action)."""
+        raw = await (await self.frames.session()).click(x, y, then=_STATUS_OR_NULL)
+        return None if raw is None else Status.read(raw)
 
     async def click_ref(self, ref: int) -> str | None:
         """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""
