@@ -11,8 +11,9 @@ its output (``session`` with ``restart``), and for everything else (commands, fi
 
 The session runs untrusted code, so everything read from it is bounded here as in the agent: each
 output stream keeps ``cap`` bytes and drops the rest, the reply frame is at most :func:`reply_limit`
-bytes, and a frame that is not a length and JSON, or a reply nobody asked for, makes the session
-"garbled" (restarted). A session that stops reading its code or never answers is a timeout. Nothing
+bytes, and a frame that is not a length and JSON, a reply nobody asked for, or one that does not
+carry the current call's number (the real reply to a call whose code forged one to end it early)
+makes the session "garbled" (restarted). A session that stops reading its code or never answers is a timeout. Nothing
 is ever sent to the session but code frames, and it gets no descriptor of the host's.
 """
 
@@ -28,18 +29,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 # The agent's own: the host reads a lent session as the agent reads one it keeps.
-from agentgym.sandboxes.agent.agent import PLAIN_REPLY, QUIET_WAIT, READ_CHUNK, Capture, read_available
+from agentgym.sandboxes.agent.agent import (
+    QUIET_WAIT,
+    READ_CHUNK,
+    Capture,
+    code_frame,
+    plain_reply,
+    read_available,
+    reply_limit,
+)
 
 LENT_FDS = 4  # code in, replies, stdout, stderr: the order the agent sends them in
 LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
 
 Outcome = Literal["done", "timeout", "died", "broken", "garbled"]
-
-
-def reply_limit(cap: int) -> int:
-    """The longest reply frame a session may send: its traceback is cut at ``cap`` characters, and JSON
-    writes a character outside the BMP as 12 bytes."""
-    return 12 * cap + 4096
 
 
 @dataclass
@@ -101,6 +104,8 @@ class LentSession:
         self._frame = bytearray()
         self._call: asyncio.Future[Outcome] | None = None
         self._reply: dict[str, Any] | None = None
+        self._calls = 0  # the number of the current (or last) call, which its reply must carry
+        self._plain = b""  # that call's reply when it raised nothing (agent.plain_reply)
         self._captures: dict[int, Capture] = {}
         self._pending = memoryview(b"")
         # One watchdog timer per session, re-armed lazily (see _watch): a timer set and cancelled per
@@ -120,7 +125,9 @@ class LentSession:
         self._captures = {self.stdout: out, self.stderr: err}
         self._reply = None
         call = self._call = self._loop.create_future()
-        self._pending = memoryview(b"%010d" % len(data) + data)
+        self._calls += 1
+        self._plain = plain_reply(self._calls)
+        self._pending = memoryview(code_frame(self._calls, data))
         self._write()
         if self._pending:  # the session reads a long frame as it comes; meanwhile it may write output
             self._loop.add_writer(self.code_in, self._write)
@@ -242,7 +249,7 @@ class LentSession:
             return
         frame = self._frame
         frame += chunk
-        if frame == PLAIN_REPLY and self._call is not None:  # most replies: no error, output intact
+        if frame == self._plain and self._call is not None:  # most replies: no error, output intact
             frame.clear()
             self._reply = {}
             self._finish("done")
@@ -260,8 +267,8 @@ class LentSession:
             reply = json.loads(frame[LENGTH_DIGITS:LENGTH_DIGITS + size].decode("utf-8"))
         except ValueError:  # UnicodeDecodeError included
             reply = None
-        if not isinstance(reply, dict) or len(frame) > LENGTH_DIGITS + size:
-            self._give_up()
+        if not isinstance(reply, dict) or len(frame) > LENGTH_DIGITS + size or reply.get("call") != self._calls:
+            self._give_up()  # not a reply, more than one, or not this call's (code forged one before it)
             return
         frame.clear()
         self._reply = reply

@@ -386,9 +386,26 @@ def reply_frame(reply: dict[str, Any]) -> bytes:
     return b"%010d" % len(data) + data
 
 
-PLAIN_REPLY = reply_frame({"error": None, "broken": False})
-"""The reply to a call that raised nothing and left stdout and stderr working: most replies, so sent
-(and recognised by a host reading a lent session) as these bytes, with no JSON to write or parse."""
+def reply_limit(cap: int) -> int:
+    """The longest reply frame a session may send: its traceback is cut at ``cap`` characters, and JSON
+    writes a character outside the BMP as 12 bytes."""
+    return 12 * cap + 4096
+
+
+def code_frame(call: int, code: bytes) -> bytes:
+    """A python call as the session reads it: the frame's length in ten digits, the call's number in
+    ten, then the code. The session answers with the number (:func:`plain_reply`), so that a reply the
+    code forged to end its call early is found out when the real one comes: its number is not the
+    next call's."""
+    return b"%010d%010d" % (10 + len(code), call) + code
+
+
+def plain_reply(call: int) -> bytes:
+    """The reply to call ``call`` when it raised nothing and left stdout and stderr working: most
+    replies, so written (and recognised by a host reading a lent session) from a template, with no
+    JSON to write or parse."""
+    body = b'{"call": %d, "error": null, "broken": false}' % call
+    return b"%010d" % len(body) + body
 
 
 def send_reply(replies: int, reply: dict[str, Any]) -> None:
@@ -420,7 +437,7 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
         return chunk
 
     while True:
-        while len(pending) < 10:  # one read takes a whole small request (length and code) in the common case
+        while len(pending) < 20:  # one read takes a whole small request (length, number, code) in the common case
             pending += read_some()
         size = 10 + int(pending[:10])
         parts, have = [pending], len(pending)
@@ -429,9 +446,10 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
             have += len(parts[-1])
         data = b"".join(parts)
         pending = data[size:]
+        call = int(data[10:20])
         error = None
         try:
-            exec(compile(data[10:size].decode("utf-8"), "<python>", "exec"), namespace)
+            exec(compile(data[20:size].decode("utf-8"), "<python>", "exec"), namespace)
         except BaseException as e:
             tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
             error = "".join(traceback.format_exception(type(e), e, tb))
@@ -444,9 +462,9 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
                 pass
         intact = stdio() == pipes  # code that closed or replaced fds 1/2 leaves a session that cannot talk
         if error is None and intact:
-            os.write(replies, PLAIN_REPLY)
+            os.write(replies, plain_reply(call))
         else:
-            send_reply(replies, {"error": error, "broken": not intact})
+            send_reply(replies, {"call": call, "error": error, "broken": not intact})
         if not intact:
             os._exit(0)
 
@@ -1072,6 +1090,7 @@ class Agent:
         self.user = config.get("user")
         self.zygote: Zygote | None = None
         self.worker: Session | None = None
+        self.calls = 0  # python calls sent to sessions, numbering them (see code_frame)
         self.copier: Copier | None = None  # a snapshot or restore under way (see fork)
         self.lender: socket.socket | None = None  # where the session's pipes go to the host (op_session)
         self.baseline: set[str] = set()  # every entry of every writable mount, before any code ran
@@ -1265,18 +1284,23 @@ class Agent:
         assert worker is not None
         streams = {worker.stdout: out, worker.stderr: err}
         code = req["code"].encode("utf-8", "surrogatepass")  # a lone surrogate fails in the session, as code
+        self.calls += 1
         reply = None
         try:
-            self.send_code(b"%010d" % len(code) + code, streams, deadline)
+            self.send_code(code_frame(self.calls, code), streams, deadline)
             ended = self.wait_quietly(streams, deadline) or self.pump(streams, deadline, done_fd=worker.replies)
             if ended == "done":
                 reply = self.read_reply(deadline)
         except OSError:
             ended = "died"
+        except ValueError:  # not a reply the session writes: the code wrote to its reply pipe
+            ended = "garbled"
+        if reply is not None and reply.get("call") != self.calls:  # an earlier call's, or forged
+            ended, reply = "garbled", None
         error = reply["error"] if reply is not None else None
         restarted = reply is None or reply["broken"]
         if restarted:
-            why = "broken" if reply is not None else "timeout" if ended == "timeout" else "died"
+            why = "broken" if reply is not None else ended if ended in ("timeout", "garbled") else "died"
             note = self.restart_note(why, self.stop_worker(streams), req)
             error = (error or "") + note if why == "broken" else note
             try:
@@ -1481,7 +1505,11 @@ class Agent:
                 self.pump(dict(streams), min(deadline, time.monotonic() + 0.01))
 
     def read_reply(self, deadline: float) -> dict[str, Any] | None:
-        """The worker's reply after a run (``error``, ``broken``), or None if the worker died."""
+        """The worker's reply after a run (``call``, ``error``, ``broken``), or None if the worker died.
+
+        Raises:
+            ValueError: What came is not one reply frame (code wrote to the reply pipe).
+        """
         assert self.worker is not None
         fd = self.worker.replies
         data = b""
@@ -1491,8 +1519,12 @@ class Agent:
                 return None
             if chunk:
                 data += chunk
+                if len(data) >= 10 and int(data[:10]) > reply_limit(self.cap):  # int() refuses what is not digits
+                    raise ValueError("a reply longer than any the session writes")
                 if len(data) >= 10 and len(data) >= 10 + int(data[:10]):
-                    reply: dict[str, Any] = json.loads(data[10:])
+                    reply = json.loads(data[10:])  # and JSON, a frame with more behind it
+                    if not isinstance(reply, dict):
+                        raise ValueError("a reply that is not a JSON object")
                     return reply
                 continue
             if time.monotonic() >= deadline:

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes.agent.agent import PLAIN_REPLY, QUIET_WAIT
+from agentgym.sandboxes.agent.agent import QUIET_WAIT, plain_reply
 from agentgym.sandboxes.pool import SandboxPool
 from agentgym.sandboxes.sandbox import AgentSandbox
 from tests.sandboxes.conftest import SMALL
@@ -43,12 +43,17 @@ async def test_python_calls_do_not_go_through_the_agent(sandbox: AgentSandbox) -
     assert agent_requests(sandbox) == before
 
 
-@pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}", PLAIN_REPLY,
-                                    PLAIN_REPLY * 2])
-async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: AgentSandbox, forged: bytes) -> None:
-    await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")
+@pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}", plain_reply(2),
+                                    plain_reply(2) * 2, plain_reply(1)])
+@pytest.mark.parametrize("path", ["lent", "through the agent"])
+async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: AgentSandbox, forged: bytes,
+                                                                  path: str) -> None:
+    if path == "through the agent":
+        sandbox._drop_lent()
+        sandbox.lender = None
+    await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")  # call 1: the forged replies are call 2's
     result = await sandbox.run_python(f"import time\nos.write(reply_pipe(), {forged!r})\ntime.sleep(0.3)")
-    if not result.restarted:  # a well-formed forged reply ends the call early; the real one is then no one's
+    if not result.restarted:  # a well-formed forged reply ends the call early; the real one then has an old number
         result = await sandbox.run_python("print('after')")
     assert result.restarted
     assert "was not its own" in (result.error or "")
