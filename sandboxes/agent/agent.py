@@ -1519,9 +1519,12 @@ class Agent:
                 return None
             if chunk:
                 data += chunk
-                if len(data) >= 10 and int(data[:10]) > reply_limit(self.cap):  # int() refuses what is not digits
+                if len(data) < 10:
+                    continue
+                size = int(data[:10])  # int() refuses what is not digits
+                if size > reply_limit(self.cap):
                     raise ValueError("a reply longer than any the session writes")
-                if len(data) >= 10 and len(data) >= 10 + int(data[:10]):
+                if len(data) >= 10 + size:
                     reply = json.loads(data[10:])  # and JSON, a frame with more behind it
                     if not isinstance(reply, dict):
                         raise ValueError("a reply that is not a JSON object")
