@@ -378,8 +378,8 @@ class PageSession:
         demand, but the press behind it makes Chromium deliver it at once, so no frame is drawn.
         When this returns the page has handled ``mouseup`` and ``click``.
 
-        ``then`` goes in the same write, behind the click, saving a round trip (a quarter of a click
-        and read: ``benchmarks/gui_browser.py``). But input reaches the page by another path than
+        ``then`` goes in the same write, behind the click, saving the read's round trip on most
+        steps (see docs/browser-sandbox.md). But input reaches the page by another path than
         commands, and Chromium may run the expression before the page has handled the release. So it
         runs with a count of the trusted mouse releases the page has seen (a listener it installs on
         first use). The value stands only when that count is one more than after this session's last
