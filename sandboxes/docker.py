@@ -1,7 +1,8 @@
 """The Docker backend: the agent runs as a container's main process and talks over its attach socket.
 
 Each sandbox is one container, created from the image with ``python3 -u -c <bootstrap>`` as its
-command (the agent's source follows on stdin), so any image with a ``python3`` works. The container has no network (unless
+command (the agent's source follows on stdin), so any image with a ``python3`` works. The
+container has no network (unless
 ``Limits.network``), a read-only root (unless ``Limits.writable_root``) with size-limited tmpfs at
 ``/tmp`` and ``/work``, capped
 memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import backends, engine
+from agentgym.sandboxes import backends, engine, runtime
 from agentgym.sandboxes.base import Limits, Sandbox
 from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
 from agentgym.sandboxes.sandbox import AgentSandbox
@@ -405,10 +405,18 @@ async def shared_pool(
     return pools[key]
 
 
+def shared_pools() -> list[SandboxPool]:
+    """This event loop's shared pools (those :func:`acquire` and :func:`warm_up` made)."""
+    return list(_shared.get(asyncio.get_running_loop(), {}).values())
+
+
 async def shutdown_pools() -> None:
     """Shut down this event loop's shared pools, destroying their spares."""
     pools = _shared.pop(asyncio.get_running_loop(), {})
     await asyncio.gather(*(p.shutdown() for p in pools.values()))
+
+
+runtime.on_shutdown("shared sandbox pools", shutdown_pools)
 
 
 def _any_engine() -> bool:
