@@ -107,8 +107,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         out.parent.mkdir(exist_ok=True)
 
     async def run() -> int:
-        from agentgym.sandboxes import shutdown_pools
-        from agentgym.sandboxes.browser import shutdown_browser_pools
+        from agentgym.sandboxes import runtime
 
         try:
             summary, _ = await evaluate(
@@ -118,8 +117,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 executor=executor,
             )
         finally:
-            await shutdown_pools()
-            await shutdown_browser_pools()  # the GUI env's warm browsers: closed, containers removed
+            await runtime.shutdown()  # every kind of kept sandbox: pools, browsers, SWE containers
         print(summary.table())
         print(f"trajectories: {out}\nsummary:      {out.with_suffix('.summary.json')}")
         if summary.episodes and summary.outcomes.get("error", 0) == summary.episodes:

@@ -39,7 +39,7 @@ from stats import fmt, summarize
 
 import agentgym
 from agentgym.sandboxes import local, shutdown_pools, warm_up
-from agentgym.sandboxes.sandbox import agent_source
+from agentgym.sandboxes.sandbox import agent_payload, framed_source
 from agentgym.types import Message, ToolCall
 
 CALL = ToolCall(id="c", name="python", arguments=json.dumps({"code": "print(1)"}))
@@ -99,7 +99,7 @@ async def windows(steps: int, seconds: float, count: int, agent: str | None = No
     ``through_agent``: python calls go through the agent, as before sessions were lent to the host
     (``agentgym.sandboxes.lent``): the sandboxes are given no lending socket."""
     if agent is not None:
-        local.agent_source = lambda: agent  # what the next sandboxes start (the pool is fresh)
+        local.agent_payload = lambda: framed_source(agent)  # what the next sandboxes start (the pool is fresh)
     init = local.LocalSandbox.__init__
     if through_agent:
         def unlent(self: local.LocalSandbox, *args: Any, **kwargs: Any) -> None:
@@ -114,7 +114,7 @@ async def windows(steps: int, seconds: float, count: int, agent: str | None = No
     finally:
         await env.close()
         await shutdown_pools()
-        local.agent_source = agent_source
+        local.agent_payload = agent_payload
         local.LocalSandbox.__init__ = init  # type: ignore[method-assign]
 
 

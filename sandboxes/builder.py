@@ -132,7 +132,7 @@ def ensure(image: str, endpoint: Endpoint | None = None) -> str:
 
     api = engine.client(endpoint)
     ref = resolve(image)
-    if _exists(api, ref):
+    if image_exists(api, ref):
         return ref
     if not is_recipe(image):
         try:
@@ -161,8 +161,8 @@ def build_image(name: str, *, registry: bool | None = None, endpoint: Endpoint |
     tag = image_tag(name)
     endpoint = endpoint or hosts.default()
     api = engine.client(endpoint)
-    with _build_lock(tag):  # one per tag, not per engine: builds and copies on this machine take turns
-        if _exists(api, tag):
+    with build_lock(tag):  # one per tag, not per engine: builds and copies on this machine take turns
+        if image_exists(api, tag):
             return tag
         if copy and copy_image(tag, endpoint) is not None:
             return tag
@@ -195,7 +195,7 @@ def copy_image(ref: str, endpoint: Endpoint) -> Endpoint | None:
     candidates = sorted({hosts.default(), *hosts.configured()} - {endpoint}, key=lambda e: not e.local)
     for source in candidates:
         try:
-            if not engine.available(source) or not _exists(engine.client(source), ref):
+            if not engine.available(source) or not image_exists(engine.client(source), ref):
                 continue
         except SandboxError:
             continue
@@ -207,7 +207,7 @@ def copy_image(ref: str, endpoint: Endpoint) -> Endpoint | None:
                 pass
         except docker.errors.DockerException as e:
             raise SandboxError(f"could not copy {ref} from {source.url} to {endpoint.url}: {e}") from e
-        if not _exists(engine.client(endpoint), ref):
+        if not image_exists(engine.client(endpoint), ref):
             raise SandboxError(f"copying {ref} from {source.url} to {endpoint.url} left no such image there")
         log.warning("copied %s in %.1f s", ref, time.monotonic() - started)
         return source
@@ -224,7 +224,8 @@ def stale_images(endpoint: Endpoint | None = None) -> list[str]:
     return sorted(stale)
 
 
-def _exists(api: docker.DockerClient, ref: str) -> bool:
+def image_exists(api: docker.DockerClient, ref: str) -> bool:
+    """Whether the engine behind ``api`` has the image ``ref``."""
     import docker
 
     try:
@@ -305,7 +306,8 @@ def _run(what: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _build_lock(tag: str) -> Iterator[None]:
+def build_lock(tag: str) -> Iterator[None]:
+    """Hold this machine's lock for building or copying the image ``tag``: processes take turns, none builds twice."""
     name = tag.replace("/", "_").replace(":", "_")
     path = Path(tempfile.gettempdir()) / f"agentgym-build-{name}.lock"
     with open(path, "w") as f:

@@ -1,7 +1,8 @@
 """The Docker backend: the agent runs as a container's main process and talks over its attach socket.
 
-Each sandbox is one container, created from the image with ``python3 -u -c <agent>`` as its
-command, so any image with a ``python3`` works. The container has no network (unless
+Each sandbox is one container, created from the image with ``python3 -u -c <bootstrap>`` as its
+command (the agent's source follows on stdin), so any image with a ``python3`` works. The
+container has no network (unless
 ``Limits.network``), a read-only root (unless ``Limits.writable_root``) with size-limited tmpfs at
 ``/tmp`` and ``/work``, capped
 memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG
@@ -25,17 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import attach, builder, channel, engine, hosts, reaper
+from agentgym.sandboxes import attach, builder, channel, commit, engine, fork, hosts, reaper
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
-from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox, agent_config, agent_source
+from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox, agent_argv, agent_config, agent_payload
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,9 +76,18 @@ class DockerSandbox(AgentSandbox):
         self._attach = attach  # the attach stream's transport (it carries the agent's stderr)
 
     async def _start_like(self, n: int) -> list[AgentSandbox]:
-        from agentgym.sandboxes import fork
-
-        return await fork.start_docker_forks(self, n)
+        """``n`` containers like this one: its image, or a commit of its writable root, and its limits."""
+        endpoint = self.endpoint
+        image = await asyncio.to_thread(commit.image_for_forks, self.id, endpoint)
+        try:
+            forks = await fork.start_all(n, lambda: start(image.ref, self.limits, endpoint))
+        finally:
+            if image.committed:  # the forks' containers hold it now; without any, it goes at once
+                await asyncio.to_thread(commit.release_image, image.ref, endpoint)
+        if image.committed:
+            for sandbox in forks:
+                sandbox._also_on_destroy(functools.partial(commit.release_image, image.ref, endpoint))
+        return forks
 
 
 def _destroy(container_id: str, rundir: str | None, endpoint: Endpoint, slot: hosts.Slot | None = None) -> None:
@@ -166,6 +175,7 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
             endpoint, container_id, lambda: AgentProtocol(multiplexed=True), STARTUP_TIMEOUT
         )
         await asyncio.to_thread(engine.client(endpoint).api.start, container_id)
+        attached.write(agent_payload())  # the bootstrap reads the agent's source from stdin first
         transport: asyncio.WriteTransport = attached
         protocol = attach_protocol
         lender = None
@@ -249,7 +259,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
     try:
         created = api.create_container(
             ref,
-            command=["python3", "-u", "-c", agent_source(), json.dumps(config)],
+            command=agent_argv("python3", config),
             user=AGENT_USER,
             environment=ENVIRONMENT,
             working_dir=WORKDIR,
@@ -262,3 +272,18 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
     except docker.errors.DockerException as e:
         raise SandboxError(f"could not create a container from {ref} on {endpoint.url}: {e}") from e
     return str(created["Id"])
+
+
+class DockerBackend:
+    """The ``"docker"`` backend (:mod:`agentgym.sandboxes.backends`): one container per sandbox."""
+
+    name = "docker"
+
+    async def start(
+        self, image: str, limits: Limits, hosts_: Sequence[Endpoint] | None = None, *, spare: bool = False
+    ) -> DockerSandbox:
+        """A container from ``image`` on the least loaded of ``hosts_``; a spare only where there is room now."""
+        return await create(image, limits, hosts_, place_seconds=0.0 if spare else hosts.PLACE_SECONDS)
+
+
+BACKEND = DockerBackend()

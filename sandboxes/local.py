@@ -42,12 +42,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes import fork
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
-from agentgym.sandboxes.sandbox import AgentSandbox, agent_config, agent_source
+from agentgym.sandboxes.sandbox import AgentSandbox, agent_argv, agent_config, agent_payload
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.hosts import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +86,6 @@ class LocalSandbox(AgentSandbox):
         self.recyclable = recyclable
 
     async def _start_like(self, n: int) -> list[AgentSandbox]:
-        from agentgym.sandboxes import fork
-
         return await fork.start_all(n, lambda: create(self.limits))
 
 
@@ -179,7 +182,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     if bubblewrap() is not None:
         workdir = None
         config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cores=cores, user=code_user)
-        argv = [*jail_argv(python, limits, uid), python, "-u", "-c", agent_source(), json.dumps(config)]
+        argv = [*jail_argv(python, limits, uid), *agent_argv(python, config)]
         env["HOME"] = JAIL_WORKDIR
     else:
         workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-", dir=WORKDIR_PARENT)
@@ -195,7 +198,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             config = agent_config(limits, workdir=workdir, rlimits=rlimits, cores=cores)
             env["TMPDIR"] = workdir
             run_as, recyclable = uid, False
-        argv = [python, "-u", "-c", agent_source(), json.dumps(config)]
+        argv = agent_argv(python, config)
     # The socket the agent lends its Python session on (see agentgym.sandboxes.lent): its end keeps its number.
     lender, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     config["lend_fd"] = theirs.fileno()
@@ -221,6 +224,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     loop = asyncio.get_running_loop()
     assert proc.stdin is not None and proc.stdout is not None
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
+    transport.write(agent_payload())  # the bootstrap reads the agent's source from stdin first
     _, protocol = await loop.connect_read_pipe(AgentProtocol, proc.stdout)
     client = AgentClient(transport, protocol, name=f"local-{proc.pid}")
     sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, lender)
@@ -262,7 +266,7 @@ def namespaces() -> bool:
     config = {"jail": {"workdir": workdir, "disk_mb": 1, "network": False}, "probe": True}
     try:
         probe = subprocess.run(
-            [interpreter(), "-c", agent_source(), json.dumps(config)], capture_output=True, check=False,
+            agent_argv(interpreter(), config), input=agent_payload(), capture_output=True, check=False,
             env={"PATH": PATH, "LANG": "C.UTF-8"}, cwd="/", timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -366,3 +370,18 @@ def _warn_unjailed() -> None:
         "empty environment and a private working directory (also HOME and TMPDIR), but no network or "
         "file isolation, and /tmp is the host's; %s", INSTALL_BUBBLEWRAP
     )
+
+
+class LocalBackend:
+    """The ``"local"`` backend (:mod:`agentgym.sandboxes.backends`): a jailed process per sandbox."""
+
+    name = "local"
+
+    async def start(
+        self, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None, *, spare: bool = False
+    ) -> LocalSandbox:
+        """A process running the host's Python (``image`` and ``hosts`` name Docker things: not used here)."""
+        return await create(limits)
+
+
+BACKEND = LocalBackend()

@@ -35,15 +35,14 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import engine
+from agentgym.sandboxes import backends, engine, runtime
 from agentgym.sandboxes.base import Limits, Sandbox
-from agentgym.sandboxes.hosts import PLACE_SECONDS, Endpoint, EndpointsFull, add_holder, configured
+from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
 from agentgym.sandboxes.sandbox import AgentSandbox
 from agentgym.sandboxes.warm import RETRY_SECONDS, WarmPool
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("docker", "local")
 MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and their spares
 PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
@@ -64,8 +63,7 @@ async def resolve_backend(backend: str) -> str:
             return "docker"
         _warn_no_docker()
         return "local"
-    if backend not in BACKENDS:
-        raise SandboxError(f"unknown sandbox backend {backend!r}; use one of: auto, {', '.join(BACKENDS)}")
+    backends.get(backend)  # raises for an unknown name
     return backend
 
 
@@ -82,16 +80,7 @@ async def start(
     Raises:
         SandboxError: The sandbox could not be started, whatever the cause; the message says why.
     """
-    creating: asyncio.Future[AgentSandbox]
-    if backend == "docker":
-        from agentgym.sandboxes import docker
-
-        place_seconds = 0.0 if spare else PLACE_SECONDS
-        creating = asyncio.ensure_future(docker.create(image, limits, hosts, place_seconds=place_seconds))
-    else:
-        from agentgym.sandboxes import local
-
-        creating = asyncio.ensure_future(local.create(limits))
+    creating = asyncio.ensure_future(backends.get(backend).start(image, limits, hosts, spare=spare))
     try:
         return await asyncio.shield(creating)
     except asyncio.CancelledError:
@@ -416,10 +405,18 @@ async def shared_pool(
     return pools[key]
 
 
+def shared_pools() -> list[SandboxPool]:
+    """This event loop's shared pools (those :func:`acquire` and :func:`warm_up` made)."""
+    return list(_shared.get(asyncio.get_running_loop(), {}).values())
+
+
 async def shutdown_pools() -> None:
     """Shut down this event loop's shared pools, destroying their spares."""
     pools = _shared.pop(asyncio.get_running_loop(), {})
     await asyncio.gather(*(p.shutdown() for p in pools.values()))
+
+
+runtime.on_shutdown("shared sandbox pools", shutdown_pools)
 
 
 def _any_engine() -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgym.sandboxes import channel, engine, hosts
+from agentgym.sandboxes import builder, channel, commit, engine, hosts
 from agentgym.sandboxes.hosts import Endpoint
 
 log = logging.getLogger(__name__)
@@ -102,18 +102,14 @@ def prune(*, everything: bool = False, images: bool = False, labels: Mapping[str
         Short ids of the (to be) removed containers and fork images, then tags of the (to be)
         removed recipe images.
     """
-    from agentgym.sandboxes import fork
-
     chosen = [c.id for c in list_sandboxes(labels, endpoint) if everything or c.leaked]
-    fork_images = fork.leaked_images(everything=everything, labels=labels, endpoint=endpoint)
+    fork_images = commit.leaked_images(everything=everything, labels=labels, endpoint=endpoint)
     stale_images: list[str] = []
     if images:
-        from agentgym.sandboxes import builder
-
         stale_images = builder.stale_images(endpoint)
     if dry_run:
         return chosen + [i.removeprefix("sha256:")[:12] for i in fork_images] + stale_images
-    removed = _remove(chosen, endpoint) + fork.remove_images(fork_images, endpoint)
+    removed = _remove(chosen, endpoint) + commit.remove_images(fork_images, endpoint)
     if (endpoint or hosts.default()).local:
         _remove_stale_dirs(endpoint)
     for tag in stale_images:

@@ -13,15 +13,17 @@ import asyncio
 import base64
 import copy
 import functools
+import json
 import logging
 import time
 import weakref
+import zlib
 from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
-from agentgym.sandboxes import lent
+from agentgym.sandboxes import fork, lent
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
 from agentgym.sandboxes.protocol import AgentClient
 
@@ -41,10 +43,46 @@ PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 RECYCLE_TIMEOUT = 10.0
 
+BOOTSTRAP = """import os,zlib
+def take(n):
+ b=b''
+ while len(b)<n:
+  c=os.read(0,n-len(b))
+  if not c:raise SystemExit('agentgym: the agent\\'s source was cut short on stdin')
+  b+=c
+ return b
+h=b''
+while h[-1:]!=b'\\n':h+=take(1)
+exec(compile(zlib.decompress(take(int(h))),'agentgym-agent','exec'),{'__name__':'__main__'})
+"""
+"""What ``python3 -c`` runs in a sandbox: it reads the agent's source from stdin (a decimal length, a
+newline, the zlib-compressed source) and runs it. Sent as an argument, the source would grow towards
+Linux's limit on one argument (128 KiB), past which no sandbox starts; on stdin it has no limit. The
+bootstrap reads with ``os.read`` exactly the bytes of the source, so the requests that follow on
+stdin stay where the agent reads them. Python 3.8 syntax, like the agent."""
+
+
 @functools.cache
 def agent_source() -> str:
-    """The in-sandbox agent's source, passed to ``python3 -c`` so no image needs it baked in."""
+    """The in-sandbox agent's source, sent on stdin to :data:`BOOTSTRAP` so no image needs it baked in."""
     return resources.files("agentgym.sandboxes.agent").joinpath("agent.py").read_text(encoding="utf-8")
+
+
+def framed_source(source: str) -> bytes:
+    """``source`` as :data:`BOOTSTRAP` reads it from stdin."""
+    compressed = zlib.compress(source.encode("utf-8"), 9)
+    return b"%d\n" % len(compressed) + compressed
+
+
+@functools.cache
+def agent_payload() -> bytes:
+    """The agent's source as the first bytes a backend writes to a new sandbox's stdin (made once)."""
+    return framed_source(agent_source())
+
+
+def agent_argv(python: str, config: dict[str, object]) -> list[str]:
+    """The command line that starts the agent with ``python``: the bootstrap and the config, both small."""
+    return [python, "-u", "-c", BOOTSTRAP, json.dumps(config)]
 
 
 def agent_config(
@@ -308,8 +346,6 @@ class AgentSandbox:
             SandboxError: This sandbox is closed, a fork could not start, or the files could not be
                 copied; no fork is left running.
         """
-        from agentgym.sandboxes import fork
-
         start_like = self._start_like if pool is None else functools.partial(fork.take_from, pool, self)
         return await fork.fork(self, n, start_like)
 

@@ -110,10 +110,10 @@ class EpisodeWorker:
         return trajectory.model_dump_json(), str(watch.error) if watch.error is not None else None
 
     async def close(self) -> None:
-        """Destroy this worker's spare sandboxes."""
-        from agentgym.sandboxes import shutdown_pools
+        """Destroy this worker's kept sandboxes, of every kind."""
+        from agentgym.sandboxes import runtime
 
-        await shutdown_pools()
+        await runtime.shutdown()
 
 
 @dataclass

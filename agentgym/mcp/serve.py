@@ -139,11 +139,11 @@ class EpisodeServer:
         return types.CallToolResult(content=content, is_error=bool(turn.tool_errors), structured_content=structured)
 
     async def close(self) -> None:
-        from agentgym.sandboxes import shutdown_pools
+        from agentgym.sandboxes import runtime
 
         if self.env is not None:
             await self.env.close()
-        await shutdown_pools()
+        await runtime.shutdown()
 
 
 def build_server(episodes: EpisodeServer) -> Any:

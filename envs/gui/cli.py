@@ -28,8 +28,7 @@ def run_dataset(args: argparse.Namespace) -> int:
     from agentgym.envs.gui.dataset import write_records
     from agentgym.envs.gui.policies import ReferencePolicy
     from agentgym.evaluation import evaluate
-    from agentgym.sandboxes import shutdown_pools
-    from agentgym.sandboxes.browser import shutdown_browser_pools
+    from agentgym.sandboxes import runtime
 
     out = Path(args.out)
     if args.samples < 1 or args.concurrency < 1:
@@ -43,8 +42,7 @@ def run_dataset(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency, out=episodes, overwrite=True,
                 env_kwargs={"names": args.names, "observation": "both", "sandbox_backend": args.sandbox})
         finally:
-            await shutdown_pools()
-            await shutdown_browser_pools()
+            await runtime.shutdown()
         n = write_records(out, trajectories)
         print(summary.table())
         print(f"records:  {n} from {summary.successes} successful episodes -> {out}\nepisodes: {episodes}")

@@ -140,8 +140,8 @@ def build_sdist_image(
     requirements = (PIP_REQUIREMENT, *test_requirements, *sdist.requires)
     tag = sdist_tag(sdist, base, requirements)
     api = engine.client()
-    with builder._build_lock(tag):
-        if builder._exists(api, tag):
+    with builder.build_lock(tag):
+        if builder.image_exists(api, tag):
             return tag
         started = time.monotonic()
         _build(api, base, tag, sdist, requirements)

@@ -28,7 +28,7 @@ import weakref
 from dataclasses import dataclass
 
 from agentgym.errors import EnvError, SandboxError
-from agentgym.sandboxes import Limits, engine
+from agentgym.sandboxes import Limits, engine, runtime
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import AgentSandbox
 
@@ -211,3 +211,13 @@ _warm: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WarmSandboxes] = wea
 def warm_sandboxes() -> WarmSandboxes:
     """This event loop's :class:`WarmSandboxes`, shared by every SWE env on the loop."""
     return _warm.setdefault(asyncio.get_running_loop(), WarmSandboxes())
+
+
+async def shutdown_warm_sandboxes() -> None:
+    """Destroy this event loop's idle SWE sandboxes (called by :func:`agentgym.sandboxes.runtime.shutdown`)."""
+    warm = _warm.pop(asyncio.get_running_loop(), None)
+    if warm is not None:
+        await warm.shutdown()
+
+
+runtime.on_shutdown("SWE sandboxes kept for the next episode", shutdown_warm_sandboxes)

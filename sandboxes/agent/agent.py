@@ -1,6 +1,7 @@
 """The in-sandbox agent: one stdlib-only file that answers newline-delimited JSON requests on stdin.
 
-The host starts it as ``python3 -u -c <this source> <config json>``, so it runs in any image that
+The host starts ``python3 -u -c <bootstrap> <config json>`` and writes this source to its stdin (see
+``agentgym.sandboxes.sandbox.BOOTSTRAP``), so it runs in any image that
 has a ``python3`` (3.8 or newer) and nothing needs baking into the image. Requests arrive on stdin, or
 on a unix socket the host listens on (``"socket"`` in the config), and replies go back the same way.
 Each request is one line,

@@ -15,6 +15,7 @@ import logging
 import weakref
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes import runtime
 from agentgym.sandboxes.browser.frames import Frames
 from agentgym.sandboxes.browser.launch import BrowserLimits, stop_driver
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
@@ -148,6 +149,9 @@ async def shutdown_browser_pools() -> None:
     pools = _shared.pop(asyncio.get_running_loop(), {})
     await asyncio.gather(*(p.shutdown() for p in pools.values()))
     await stop_driver()
+
+
+runtime.on_shutdown("shared browser pools", shutdown_browser_pools)
 
 
 async def _shared_pool(backend: str, limits: BrowserLimits | None, frames: Frames) -> BrowserPool:

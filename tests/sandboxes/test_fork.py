@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import engine, fork, reaper
+from agentgym.sandboxes import commit, engine, fork, reaper
 from agentgym.sandboxes.agent import agent
 from agentgym.sandboxes.local import create as create_local
 from agentgym.sandboxes.pool import SandboxPool, start
@@ -207,7 +207,7 @@ def test_archive_names_stay_inside_the_places_a_sandbox_may_write() -> None:
 
 # ---------------------------------------------------------------------- Docker's container root
 def fork_images() -> set[str]:
-    return {i["Id"] for i in engine.client().api.images(all=True, filters={"label": fork.IMAGE_LABEL})}
+    return {i["Id"] for i in engine.client().api.images(all=True, filters={"label": commit.IMAGE_LABEL})}
 
 
 @pytest.mark.docker
@@ -283,7 +283,7 @@ async def test_the_reaper_removes_fork_images_whose_owner_is_gone() -> None:
     for owner in (str(dead_pid()), None):  # a dead owner's, then ours
         container = labelled_sleeper(**({"owner_pid": owner} if owner else {}))
         try:
-            images.append(api.commit(container, changes=[f"LABEL {fork.IMAGE_LABEL}=test"])["Id"])
+            images.append(api.commit(container, changes=[f"LABEL {commit.IMAGE_LABEL}=test"])["Id"])
         finally:
             engine.remove_container(container)
     leaked, mine = images
@@ -292,5 +292,5 @@ async def test_the_reaper_removes_fork_images_whose_owner_is_gone() -> None:
         assert leaked not in fork_images() and mine in fork_images()
     finally:
         for image in images:
-            fork.remove_images([image])
+            commit.remove_images([image])
     assert not {leaked, mine} & fork_images()

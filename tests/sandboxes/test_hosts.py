@@ -99,7 +99,7 @@ def second() -> Iterator[Engine]:
     docker_or_skip()
     builder.build_image("python")  # the shared engine has it (built once per machine)
     with second_engine(tls=True) as eng:
-        assert not builder._exists(engine.client(eng.unix), builder.image_tag("python"))
+        assert not builder.image_exists(engine.client(eng.unix), builder.image_tag("python"))
         records: list[logging.LogRecord] = []
         handler = logging.Handler()
         handler.emit = records.append  # type: ignore[method-assign]
@@ -122,7 +122,7 @@ def test_a_new_engine_gets_the_image_copied_not_built(second: Engine) -> None:
     assert copied == [f"copying sandbox image {builder.image_tag('python')} from {hosts.default().url} "
                       f"to {second.unix.url}"]
     assert not any("debootstrap" in m for m in second.ensured)  # type: ignore[attr-defined]
-    assert builder._exists(engine.client(second.unix), builder.image_tag("python"))
+    assert builder.image_exists(engine.client(second.unix), builder.image_tag("python"))
 
 
 @pytest.mark.docker

@@ -1,0 +1,80 @@
+"""Sandbox backends by name: ``"docker"``, ``"local"``, and any that a package registers.
+
+A backend is an object with a ``name`` and an ``async start(image, limits, hosts, *, spare)`` that
+returns a started :class:`~agentgym.sandboxes.sandbox.AgentSandbox`. Pools and the CLI reach one by
+its name through :func:`get`, so choosing a backend imports no backend's module: the backend modules
+depend on the backend-neutral ones and never the other way round (tests/sandboxes/test_imports.py
+holds that). A package adds a backend with :func:`register`, or with an entry point in the
+``agentgym.sandbox_backends`` group naming the backend object (``"mine = pkg.module:BACKEND"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Protocol
+
+from agentgym.errors import SandboxError
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.base import Limits
+    from agentgym.sandboxes.hosts import Endpoint
+    from agentgym.sandboxes.sandbox import AgentSandbox
+
+ENTRY_POINT_GROUP = "agentgym.sandbox_backends"
+BUILTIN = {"docker": "agentgym.sandboxes.docker:BACKEND", "local": "agentgym.sandboxes.local:BACKEND"}
+"""The built-in backends, as ``module:attribute`` of their objects (imported on first use)."""
+
+
+class Backend(Protocol):
+    """What a sandbox backend gives the pools: a name and a way to start one sandbox."""
+
+    name: str
+
+    async def start(
+        self, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None, *, spare: bool = False
+    ) -> AgentSandbox:
+        """Start one sandbox of ``image`` under ``limits``.
+
+        ``hosts`` are the Docker endpoints to choose among (backends without engines ignore them);
+        a ``spare`` (a pool's, started ahead of demand) takes a place only where there is room now.
+
+        Raises:
+            SandboxError: The sandbox could not be started; the message says why.
+        """
+        ...
+
+
+_registered: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> None:
+    """Make ``backend`` available under ``backend.name`` (replacing a registered one of that name)."""
+    _registered[backend.name] = backend
+
+
+def names() -> list[str]:
+    """Every backend name that :func:`get` accepts: built-in, registered, then from entry points."""
+    found = [*BUILTIN, *_registered]
+    found += [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in found]
+    return found
+
+
+def get(name: str) -> Backend:
+    """The backend called ``name``.
+
+    Raises:
+        SandboxError: No backend has that name.
+    """
+    if name in _registered:
+        return _registered[name]
+    if name in BUILTIN:
+        module, attribute = BUILTIN[name].split(":")
+        backend: Backend = getattr(importlib.import_module(module), attribute)
+        return backend
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        backend = ep.load()
+        register(backend)
+        return backend
+    raise SandboxError(f"unknown sandbox backend {name!r}; use one of: auto, {', '.join(names())}")
