@@ -16,8 +16,8 @@ sessions' faults per episode in milliseconds.
 
     python benchmarks/episode_cost.py                      # 0 and 20 steps, ~1 min
     python benchmarks/episode_cost.py --quick --out "$(mktemp -d)/e.json"
-    git show OLD:sandboxes/agent/agent.py > /tmp/old_agent.py
-    python benchmarks/episode_cost.py --against /tmp/old_agent.py   # A/B, windows interleaved
+    git show OLD:sandboxes/agent/agent.py > old_agent.py
+    python benchmarks/episode_cost.py --against old_agent.py   # A/B, windows interleaved
     python benchmarks/episode_cost.py --through-agent     # lent sessions against calls through the agent
 """
 
