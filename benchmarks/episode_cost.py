@@ -15,9 +15,9 @@ CPU of one fresh page (an anonymous page written once, then unmapped) measured h
 sessions' faults per episode in milliseconds.
 
     python benchmarks/episode_cost.py                      # 0 and 20 steps, ~1 min
-    python benchmarks/episode_cost.py --quick --out /tmp/e.json
-    git show OLD:sandboxes/agent/agent.py > /tmp/old_agent.py
-    python benchmarks/episode_cost.py --against /tmp/old_agent.py   # A/B, windows interleaved
+    python benchmarks/episode_cost.py --quick --out "$(mktemp -d)/e.json"
+    git show OLD:sandboxes/agent/agent.py > old_agent.py
+    python benchmarks/episode_cost.py --against old_agent.py   # A/B, windows interleaved
     python benchmarks/episode_cost.py --through-agent     # lent sessions against calls through the agent
 """
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cpu_accounting import comm, own_cpu, process_cpu, process_faults, tree
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, summarize
 
 import agentgym
@@ -166,7 +166,7 @@ def main() -> None:
         faults = {k: s[k + "_faults_per_episode"]["median"] for k in ("client", "agent", "sessions")}
         print(f"{r['steps']:>5} " + " ".join(f"{k}: {n:.0f} ({n * us / 1e3:.2f} ms)" for k, n in faults.items())
               + f"; {us:.2f} µs per fresh page  {r['agent']}")
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
+    save_results({"info": info, "args": run_args(args), "levels": rows}, args.out)
 
 
 if __name__ == "__main__":

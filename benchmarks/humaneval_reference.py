@@ -14,7 +14,7 @@ the naive containers run under a cgroup parent of their own so their CPU is coun
 removed (their shims, gone with them, are not counted: that undercounts the baseline).
 
     python benchmarks/humaneval_reference.py            # 5 rounds, ~5 min
-    python benchmarks/humaneval_reference.py --quick --out /tmp/h.json   # smoke test
+    python benchmarks/humaneval_reference.py --quick --out "$(mktemp -d)/h.json"   # smoke test
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 from cpu_accounting import BENCH_OWNER_LABEL, CpuMeter, cgroup_parent, remove_cgroup_parent
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, spread, summarize
 
 from agentgym.envs.code.policies import ReferenceSolution
@@ -209,7 +209,7 @@ def main() -> None:
         s = r["summary"]
         print(f"{r['run']:<24} {fmt(s['episodes_per_s'], '{:.2f}'):>20} {s['cpu_ms_per_episode']['median']:>16.0f} "
               f"{fmt(r['vs_naive'], '{:.1f}x'):>20}")
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, args.out)
+    save_results({"info": info, "args": run_args(args), "rows": rows}, args.out)
 
 
 if __name__ == "__main__":

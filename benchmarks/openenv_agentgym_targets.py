@@ -1,6 +1,6 @@
 """agentgym as targets of the OpenEnv peer harness (``bench.py --extra-targets``), through its public env API.
 
-The peer harness (``/work/shared/peers/openenv/bench.py``, outside this repository) plays episodes of
+The peer harness (``../shared/peers/openenv/bench.py``, outside this repository) plays episodes of
 ``reset`` + 20 steps of ``print(1)`` per session against OpenEnv's coding env and against these
 targets, in the same run, with the same meter. :mod:`openenv_side_by_side` runs it; this file only
 plugs agentgym in. It runs inside the harness's own Python, so it imports nothing from ``benchmarks/``.

@@ -11,12 +11,12 @@ at least ``--min-steps`` steps per target (10,000 here: about 2 s of agentgym an
 the harness's 2,000 gave agentgym windows of 0.4 s, read with a 10 ms CPU clock).
 Ratios are taken within each run, and the median of the runs is reported with its range.
 
-Needs the harness set up once (``OPENENV_MIRROR=<git dir of OpenEnv> setup.sh``: a venv at
-/tmp/openenv-venv and the image ``openenv-bench:bookworm``). agentgym is installed into that venv from
+Needs the harness set up once (``OPENENV_MIRROR=<git dir of OpenEnv> setup.sh``: a venv, ``openenv-venv`` in the
+temporary directory, and the image ``openenv-bench:bookworm``). agentgym is installed into that venv from
 this checkout (editable, no dependencies, plus the few the code env needs) when it is not already.
 
     python benchmarks/openenv_side_by_side.py                    # 5 runs at 8 sessions, ~4 min
-    python benchmarks/openenv_side_by_side.py --quick --out /tmp/o.json   # smoke test, ~1 min
+    python benchmarks/openenv_side_by_side.py --quick --out "$(mktemp -d)/o.json"   # smoke test, ~1 min
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from results_file import run_info, run_options, save_results
+import peer_harness
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, spread
 
 HERE = Path(__file__).parent
@@ -82,9 +83,9 @@ KEYS = ("step_p50_ms", "step_p95_ms", "reset_p50_ms", "steps_per_s", "steps_per_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bench", type=Path, default=Path(os.environ.get(
-        "OPENENV_BENCH", "/work/shared/peers/openenv/bench.py")), help="the peer harness's bench.py")
-    parser.add_argument("--python", default=os.environ.get("OPENENV_PY", "/tmp/openenv-venv/bin/python"),
+    parser.add_argument("--bench", type=Path, default=peer_harness.bench_py(),
+                        help="the peer harness's bench.py (default: ../shared/peers/openenv/bench.py)")
+    parser.add_argument("--python", default=str(peer_harness.venv_python()),
                         help="the harness venv's python (setup.sh makes it)")
     parser.add_argument("--targets", nargs="+", default=[PEER, *OURS])
     parser.add_argument("--sessions", type=int, default=8)
@@ -129,7 +130,7 @@ def main() -> None:
     for name, r in ratios.items():
         print(f"{name}: steps/s {fmt(r['steps_per_s'], '{:.2f}x')}, "
               f"steps per CPU-s {fmt(r['steps_per_cpu_s'], '{:.2f}x')}")
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "summary": summary,
+    save_results({"info": info, "args": run_args(args), "summary": summary,
                   "ratios": ratios, "unmetered_sandboxes": unmetered, "runs": runs, "harness": harness_info}, args.out)
 
 

@@ -24,7 +24,7 @@ encoding it and appending it to the JSONL file (what :func:`evaluate` does for e
 :class:`~agentgym.evaluation.ray_executor.EpisodeSpec` as pickled for the wire, a trajectory's JSON.
 
     python benchmarks/ray_executor.py                          # 3 rounds, ~10 min
-    python benchmarks/ray_executor.py --quick --out /tmp/r.json  # smoke test
+    python benchmarks/ray_executor.py --quick --out "$(mktemp -d)/r.json"  # smoke test
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, spread, summarize
 
 from agentgym.envs.code.policies import ReferenceSolution
@@ -172,7 +172,7 @@ def main() -> None:
           f"trajectory {driver['trajectory_json_bytes']} B")
     for setup, c in clusters.items():
         print(f"{setup}: nodes started in {', '.join(f'{s:.0f} s' for s in c['node_start_s'])}")
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "clusters": clusters,
+    save_results({"info": info, "args": run_args(args), "clusters": clusters,
                   "ray_adds_ms_per_episode": added, "driver": driver, "rows": rows}, args.out)
 
 

@@ -39,8 +39,21 @@ def save_results(data: Any, path: Path) -> Path:
     return path
 
 
+def portable(value: object) -> str:
+    """``value`` as text another machine can use: an absolute path of this one becomes its last part."""
+    return " ".join(Path(word).name if os.path.isabs(word) else word for word in str(value).split(" "))
+
+
+def run_args(args: argparse.Namespace) -> dict[str, str]:
+    """The script's options for its results file: paths only by name, and not where the file itself went."""
+    return {key: portable(value) for key, value in vars(args).items() if key != "out"}
+
+
 def run_info() -> dict[str, Any]:
-    """When, where and on which commit a benchmark ran, and how busy the machine was, for its results file."""
+    """When, on which commit and versions a benchmark ran, and how busy the machine was, for its results file.
+
+    Only what another machine can use: no path of this one (the command line's ``--out`` is left out,
+    other paths keep their last part)."""
     repo = Path(__file__).parent.parent
 
     def git(*args: str) -> str:
@@ -51,10 +64,24 @@ def run_info() -> dict[str, Any]:
 
     return {
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+        "command": " ".join([os.path.basename(sys.argv[0]), *_without_out(sys.argv[1:])]),
         "commit": git("rev-parse", "--short", "HEAD"),
         "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
         "cpus": os.cpu_count(),
         "load_average_1m_at_start": os.getloadavg()[0],
         "python": platform.python_version(),
     }
+
+
+def _without_out(argv: list[str]) -> list[str]:
+    """``argv`` less ``--out FILE`` (where this run's file went says nothing about the run), paths by name."""
+    kept: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--out":
+            skip = True
+        elif not word.startswith("--out="):
+            kept.append(portable(word))
+    return kept

@@ -25,8 +25,8 @@ containers) is reported beside each: it leaves out what dockerd, containerd and 
 containers, so it shows what the copy costs, not the whole of a fresh start. Commands::
 
     python benchmarks/sandbox_fork.py                          # docker and local, n = 1, 4, 8
-    python benchmarks/sandbox_fork.py --tree /tmp/toolz-1.2.0  # a real tree instead
-    python benchmarks/sandbox_fork.py --quick --out /tmp/f.json   # smoke test
+    python benchmarks/sandbox_fork.py --tree toolz-1.2.0/  # a real tree instead
+    python benchmarks/sandbox_fork.py --quick --out "$(mktemp -d)/f.json"   # smoke test
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from cpu_accounting import CpuMeter
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, spread
 
 from agentgym.sandboxes import Limits, Sandbox, SandboxPool, engine
@@ -255,7 +255,7 @@ def main() -> None:
               f"{fmt(r['fresh_reapply_s'], '{:.2f}'):>18} {fmt(r['fresh_only_s'], '{:.2f}'):>18} "
               f"{fmt(r['fresh_reapply_over_fork'], '{:.2f}'):>20} {warm_ratio:>18} {r['fork_cpu_ms']['median']:>12.0f} "
               f"{warm_cpu:>8} {r['fresh_reapply_cpu_ms']['median']:>15.0f}")
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "tree": shape, "rows": rows},
+    save_results({"info": info, "args": run_args(args), "tree": shape, "rows": rows},
                  args.out)
 
 

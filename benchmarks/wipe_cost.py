@@ -11,7 +11,7 @@ containers and their shims), per cycle, with dockerd/containerd beside it. The c
 (close to answer) is reported too. Medians of ``--repeat`` windows with their ranges.
 
     python benchmarks/wipe_cost.py                    # docker and local, 1 and 8 loops, ~2 min
-    python benchmarks/wipe_cost.py --quick --out /tmp/w.json   # smoke test
+    python benchmarks/wipe_cost.py --quick --out "$(mktemp -d)/w.json"   # smoke test
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from cpu_accounting import CpuMeter
-from results_file import run_info, run_options, save_results
+from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, percentile, summarize
 
 from agentgym.sandboxes import Sandbox, SandboxPool
@@ -99,7 +99,7 @@ def main() -> None:
         print(f"{r['backend']:<7} {r['sessions']:>3} {fmt(s['cpu_ms_per_wipe'], '{:.1f}'):>22} "
               f"{s['cpu_ms_per_wipe_with_daemons']['median']:>9.1f} {fmt(s['close_to_answer_p50_ms'], '{:.1f}'):>22} "
               f"{s['close_to_answer_p95_ms']['median']:>8.1f}")
-    save_results({"info": info, "args": {k: str(v) for k, v in vars(args).items()}, "levels": rows}, args.out)
+    save_results({"info": info, "args": run_args(args), "levels": rows}, args.out)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from agentgym.registry import register
 DATA_FETCHERS: dict[str, str] = {
     "search": "agentgym.envs.search.data:fetch",
 }
-"""``agentgym data fetch NAME``: each name's ``module:function(force: bool = False) -> Path``."""
+"""``agentgym data fetch NAME``: each name's ``module:function(force=False, index_url=None) -> Path``."""
 
 
 def register_builtin() -> None:

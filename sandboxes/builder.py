@@ -10,6 +10,13 @@ A recipe's ``apt_packages`` are installed after debootstrap with ``apt-get`` in 
 suite, its updates and its security suite: packages whose maintainer scripts debootstrap cannot run
 (Chromium's dependencies: dconf) or that need security updates (Chromium) come that way.
 
+A recipe names no host: the Debian mirrors are this machine's (:mod:`~agentgym.sandboxes.mirrors`:
+an option, a variable, else apt's sources). They are not part of the tag. A mirror decides where the
+bytes come from, not what they are (debootstrap and apt check every package against the archive's
+signed index), and a tag must mean the same on every machine: engines copy images by tag, and SWE
+images' tags are hashes over this one. Like any build from a live archive, two builds of one tag may
+hold different point releases of a package; the tag pins the recipe, not the archive's day.
+
 Any other image string (one with ``:`` or ``/``, e.g. ``python:3.12-slim``) is used as it is.
 
 Every engine needs the image in its own store (see :mod:`~agentgym.sandboxes.hosts`). An engine that
@@ -31,6 +38,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,8 +46,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import engine, hosts
+from agentgym.sandboxes import engine, hosts, mirrors
 from agentgym.sandboxes.hosts import Endpoint
+from agentgym.sandboxes.mirrors import DebianMirrors
 
 if TYPE_CHECKING:
     import docker
@@ -48,7 +57,6 @@ log = logging.getLogger(__name__)
 
 RECIPES = Path(__file__).parent / "images"
 REPOSITORY = "agentgym"
-REGISTRY_PROBE = ("registry-1.docker.io", 443)
 # Parts of a minbase root nobody needs at run time; dropping them halves the image.
 PRUNE_PATHS = (
     "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
@@ -62,24 +70,20 @@ class Recipe(BaseModel):
     Attributes:
         name: The recipe's file name without ``.json``; the image repository is ``agentgym/<name>``.
         description: What the image is for.
-        suite: Debian suite for debootstrap.
-        mirror: Debian mirror for debootstrap.
+        suite: Debian suite for debootstrap (the mirror is this machine's, see the module doc).
         packages: Debian packages installed on top of minbase by debootstrap.
         apt_packages: Debian packages then installed by ``apt-get install --no-install-recommends``
             in the chroot, with the security suite enabled.
-        security_mirror: Debian security mirror for ``apt_packages``.
         base_image: Public image used instead when a registry answers.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")  # a recipe with a host in it is refused
 
     name: str
     description: str = ""
     suite: str = "bookworm"
-    mirror: str = "http://deb.debian.org/debian"
     packages: tuple[str, ...] = ("python3",)
     apt_packages: tuple[str, ...] = ()
-    security_mirror: str = "http://deb.debian.org/debian-security"
     base_image: str | None = None
 
 
@@ -93,7 +97,10 @@ def load_recipe(name: str) -> Recipe:
     path = RECIPES / f"{name}.json"
     if not path.is_file():
         raise SandboxError(f"no sandbox image recipe {name!r}; known: {', '.join(recipe_names())}")
-    return Recipe(name=name, **json.loads(path.read_text(encoding="utf-8")))
+    try:
+        return Recipe(name=name, **json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as e:  # pydantic's ValidationError is a ValueError
+        raise SandboxError(f"recipe {path} is not valid: {e}") from e
 
 
 def is_recipe(image: str) -> bool:
@@ -144,7 +151,7 @@ def ensure(image: str, endpoint: Endpoint | None = None) -> str:
 
 
 def build_image(name: str, *, registry: bool | None = None, endpoint: Endpoint | None = None,
-                copy: bool = True) -> str:
+                copy: bool = True, mirror: str | None = None, security_mirror: str | None = None) -> str:
     """Build recipe ``name`` on the engine at ``endpoint`` unless its tag is there; return the tag.
 
     Args:
@@ -153,6 +160,8 @@ def build_image(name: str, *, registry: bool | None = None, endpoint: Endpoint |
             registry briefly and fall back to debootstrap (None).
         endpoint: The engine (default: the one ``DOCKER_HOST`` names).
         copy: First try to copy the image from another known engine that has it.
+        mirror: The Debian mirror for debootstrap (default: ``AGENTGYM_DEBIAN_MIRROR``, else apt's sources).
+        security_mirror: The security suite's mirror (default: ``AGENTGYM_DEBIAN_SECURITY_MIRROR``, else apt's).
 
     Raises:
         SandboxError: Neither way worked; the message says why.
@@ -168,14 +177,16 @@ def build_image(name: str, *, registry: bool | None = None, endpoint: Endpoint |
             return tag
         started = time.monotonic()
         if registry is None:
-            registry = _registry_up()
+            registry = _registry_up(api)
         use_registry = registry and recipe.base_image is not None
         if use_registry:
             log.warning("building sandbox image %s from %s", tag, recipe.base_image)
             _from_registry(api, recipe, tag)
         else:
-            log.warning("building sandbox image %s with debootstrap (no registry; about a minute)", tag)
-            _from_debootstrap(api, recipe, tag)
+            found = mirrors.debian_mirrors(recipe.suite, archive=mirror, security=security_mirror)
+            log.warning("building sandbox image %s with debootstrap from %s (no registry; about a minute)",
+                        tag, found.archive)
+            _from_debootstrap(api, recipe, tag, found)
         log.warning("built %s in %.0f s", tag, time.monotonic() - started)
     return tag
 
@@ -235,9 +246,20 @@ def image_exists(api: docker.DockerClient, ref: str) -> bool:
     return True
 
 
-def _registry_up() -> bool:
+def _registry_up(api: docker.DockerClient) -> bool:
+    """Whether the engine's registry answers: its first configured mirror, else its index (``docker info``)."""
+    import docker
+
     try:
-        with socket.create_connection(REGISTRY_PROBE, timeout=3):
+        info = api.info()
+    except (docker.errors.DockerException, OSError):  # an engine that cannot say has no registry to offer
+        return False
+    mirrors_ = (info.get("RegistryConfig") or {}).get("Mirrors") or []
+    parsed = urllib.parse.urlparse(next(iter(mirrors_), info.get("IndexServerAddress") or ""))
+    if not parsed.hostname:
+        return False
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port or 443), timeout=3):
             return True
     except OSError:
         return False
@@ -255,15 +277,15 @@ def _from_registry(api: docker.DockerClient, recipe: Recipe, tag: str) -> None:
     img.tag(repository, version)
 
 
-def _from_debootstrap(api: docker.DockerClient, recipe: Recipe, tag: str) -> None:
+def _from_debootstrap(api: docker.DockerClient, recipe: Recipe, tag: str, found: DebianMirrors) -> None:
     if shutil.which("debootstrap") is None:
         raise SandboxError("building with no registry needs debootstrap: apt-get install debootstrap")
     with tempfile.TemporaryDirectory(prefix="agentgym-rootfs-") as tmp:
         root = Path(tmp) / "root"
         include = ["--include=" + ",".join(recipe.packages)] if recipe.packages else []
-        _run("debootstrap", ["debootstrap", "--variant=minbase", *include, recipe.suite, str(root), recipe.mirror])
+        _run("debootstrap", ["debootstrap", "--variant=minbase", *include, recipe.suite, str(root), found.archive])
         if recipe.apt_packages:
-            _apt_install(root, recipe)
+            _apt_install(root, recipe, found)
         for rel in PRUNE_PATHS:
             shutil.rmtree(root / rel, ignore_errors=True)
         tar = subprocess.Popen(
@@ -282,12 +304,12 @@ def _from_debootstrap(api: docker.DockerClient, recipe: Recipe, tag: str) -> Non
             tar.wait()
 
 
-def _apt_install(root: Path, recipe: Recipe) -> None:
+def _apt_install(root: Path, recipe: Recipe, found: DebianMirrors) -> None:
     """``apt-get install`` the recipe's ``apt_packages`` in the chroot at ``root``, security updates included."""
     (root / "etc/apt/sources.list").write_text(
-        f"deb {recipe.mirror} {recipe.suite} main\n"
-        f"deb {recipe.mirror} {recipe.suite}-updates main\n"
-        f"deb {recipe.security_mirror} {recipe.suite}-security main\n",
+        f"deb {found.archive} {recipe.suite} main\n"
+        f"deb {found.archive} {recipe.suite}-updates main\n"
+        f"deb {found.security} {recipe.suite}-security main\n",
         encoding="utf-8",
     )
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}

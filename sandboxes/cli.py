@@ -53,6 +53,10 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
                         help="pull the recipe's public base image")
     source.add_argument("--no-registry", dest="registry", action="store_false",
                         help="build with debootstrap + docker import (no registry needed)")
+    build.add_argument("--mirror", metavar="URL",
+                       help="Debian mirror for debootstrap (default: $AGENTGYM_DEBIAN_MIRROR, else apt's sources)")
+    build.add_argument("--security-mirror", metavar="URL",
+                       help="mirror of the security suite (default: $AGENTGYM_DEBIAN_SECURITY_MIRROR, else apt's)")
     add_docker_host_option(build, "the engine to build on; one lacking the image copies it from one that has it")
     build.set_defaults(func=_build)
 
@@ -82,7 +86,8 @@ def _build(args: argparse.Namespace) -> int:
     from agentgym.sandboxes.builder import build_image
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    tags = {build_image(args.recipe, registry=args.registry, endpoint=e) for e in _endpoints(args)}
+    tags = {build_image(args.recipe, registry=args.registry, endpoint=e, mirror=args.mirror,
+                        security_mirror=args.security_mirror) for e in _endpoints(args)}
     print(*sorted(tags), sep="\n")
     return 0
 

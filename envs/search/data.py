@@ -2,7 +2,8 @@
 
 The files ship inside the ``bigbench`` 1.0.0 source distribution on PyPI (a 358 MB tarball that
 cannot be pip-installed), under ``bigbench/benchmark_tasks/squad_shifts/``. :func:`fetch` finds the
-sdist through PyPI's simple API, streams it to disk while hashing it, refuses it unless the sha256
+sdist through the simple API of the indexes pip is configured with (:mod:`.pip_index`), streams it to
+disk while hashing it, refuses it unless the sha256
 matches the pinned one, and extracts only those files into ``$AGENTGYM_DATA_DIR/search/`` (default
 ``~/.cache/agentgym/search/``). Later calls find the files there and return at once.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from agentgym.envs.search import pip_index
 from agentgym.errors import DataError
 
 SDIST_NAME = "bigbench-1.0.0.tar.gz"
@@ -51,18 +53,6 @@ def data_dir() -> Path:
 def _complete(directory: Path) -> bool:
     return all((directory / f"{stem}{suffix}.json").is_file()
                for stem in SPLITS.values() for suffix in ("", "_removed"))
-
-
-def _sdist_url(index: str) -> str:
-    """The sdist's download URL, read from PyPI's JSON simple API (PEP 691)."""
-    request = urllib.request.Request(f"{index.rstrip('/')}/bigbench/",
-                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        listing = json.load(response)
-    for entry in listing.get("files", []):
-        if entry.get("filename") == SDIST_NAME:
-            return str(entry["url"])
-    raise DataError(f"{index} lists no {SDIST_NAME}")
 
 
 def _download(url: str, dest: Path) -> str:
@@ -104,15 +94,17 @@ def _extract(sdist: Path, directory: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def fetch(force: bool = False) -> Path:
+def fetch(force: bool = False, index_url: str | None = None) -> Path:
     """Download, verify and extract the corpus if it is not cached yet; return its directory.
 
     ``AGENTGYM_SEARCH_SDIST`` may name an already-downloaded ``bigbench-1.0.0.tar.gz`` (for a
-    machine with no network); ``AGENTGYM_PYPI_INDEX`` changes the index (default PyPI's). Either way
-    the file must match the pinned sha256.
+    machine with no network). Otherwise the sdist comes from the first index that lists it, among
+    ``index_url`` or ``AGENTGYM_PYPI_INDEX`` if given, else pip's configured ones (:mod:`.pip_index`).
+    Either way the file must match the pinned sha256.
 
     Args:
         force: Download and extract again even if the files are already cached.
+        index_url: The one index to use (a simple API's base URL).
 
     Raises:
         DataError: The sdist could not be downloaded, or its checksum does not match.
@@ -122,8 +114,9 @@ def fetch(force: bool = False) -> Path:
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
     local = os.environ.get("AGENTGYM_SEARCH_SDIST")
-    how_to = ("check the network, or download it by hand (pip download --no-deps --no-binary :all: "
-              "bigbench==1.0.0 -d DIR) and set AGENTGYM_SEARCH_SDIST=DIR/" + SDIST_NAME)
+    how_to = ("check the network or the index (--index-url, AGENTGYM_PYPI_INDEX, pip's index-url), or download "
+              "it by hand (pip download --no-deps --no-binary :all: bigbench==1.0.0 -d DIR) and set "
+              "AGENTGYM_SEARCH_SDIST=DIR/" + SDIST_NAME)
     with tempfile.TemporaryDirectory(dir=directory.parent, prefix=".download-") as tmp:
         if local:
             sdist = Path(local)
@@ -131,16 +124,27 @@ def fetch(force: bool = False) -> Path:
                 raise DataError(f"AGENTGYM_SEARCH_SDIST={local} is not a file")
             got = _sha256(sdist)
         else:
-            index = os.environ.get("AGENTGYM_PYPI_INDEX", "https://pypi.org/simple")
             sdist = Path(tmp) / SDIST_NAME
-            try:
-                got = _download(_sdist_url(index), sdist)
-            except (urllib.error.URLError, OSError, ValueError) as e:
-                raise DataError(f"could not download {SDIST_NAME} from {index}: {e}; {how_to}") from e
+            got = _download_from_indexes(pip_index.indexes(index_url), sdist, how_to)
         if got != SDIST_SHA256:
             raise DataError(f"{SDIST_NAME} has sha256 {got}, expected {SDIST_SHA256}: refusing it; {how_to}")
         _extract(sdist, directory)
     return directory
+
+
+def _download_from_indexes(indexes: list[str], dest: Path, how_to: str) -> str:
+    """Download the sdist from the first index listing it; return its sha256."""
+    failures: list[str] = []
+    for index in indexes:
+        try:
+            url = pip_index.project_files(index, "bigbench").get(SDIST_NAME)
+            if url is None:
+                failures.append(f"{index} lists no {SDIST_NAME}")
+                continue
+            return _download(url, dest)
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            failures.append(f"{index}: {e}")
+    raise DataError(f"could not download {SDIST_NAME}: {'; '.join(failures)}; {how_to}")
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ class HTTPProvider:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            headers = {"User-Agent": "agentgym-search/0.1 (+https://pypi.org/project/agentgym/)"}
+            headers = {"User-Agent": "agentgym-search/0.1"}
             self._session = aiohttp.ClientSession(timeout=self.timeout, headers=headers)
         return self._session
 

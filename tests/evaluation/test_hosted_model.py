@@ -19,8 +19,12 @@ async def test_retries_through_429_500_and_a_hang():
         env = Counter()
         await env.reset(env.tasks()[0])
         reply = await policy.act(env.trajectory.messages, env.tools, task=env.task)
-    assert server.served == {"429": 1, "500": 1, "hang": 1, "ok": 1}
-    assert reply.usage.retries == 3
+    # Each fault once, then an answer. On a loaded machine an answer may come after the client's
+    # timeout too and be asked again, so "ok" may be more than 1; every request but the one answer
+    # used is a retry, whatever made it one.
+    assert {k: server.served[k] for k in ("429", "500", "hang")} == {"429": 1, "500": 1, "hang": 1}
+    assert server.served["ok"] >= 1 and set(server.served) == {"429", "500", "hang", "ok"}
+    assert reply.usage.retries == len(server.requests) - 1 >= 3
     assert reply.usage.prompt_tokens == 20 and reply.usage.completion_tokens == 7
     assert reply.message.tool_calls[0].name == "add"
 
@@ -30,13 +34,16 @@ async def test_batch_finishes_with_faults_and_loses_no_episode(tmp_path):
     tasks = [t for _ in range(4) for t in Counter().tasks()]
     tasks = [t.model_copy(update={"id": f"{t.id}-{i}"}) for i, t in enumerate(tasks)]
     with FakeOpenAI(counter_model, fault_every=4, fault_cycle=["429", "500", "hang"], hang_seconds=30) as server:
-        summary, _ = await evaluate("test/Counter-v0", policy_for(server), tasks=tasks, concurrency=6,
+        summary, trajectories = await evaluate("test/Counter-v0", policy_for(server), tasks=tasks, concurrency=6,
                                                out=out, progress=False)
     assert summary.episodes == len(tasks) == 12
     assert summary.outcomes == {"terminated": 12}
     assert summary.successes == 12 and summary.success_ci95[0] > 0.7
     faults = sum(v for k, v in server.served.items() if k != "ok")
-    assert faults >= 5 and summary.retries == faults
+    answers = sum(len(t.turns) for t in trajectories)  # one model call answered per turn
+    # Every request is either the answer a turn used or a retry (of a fault, or, on a loaded machine,
+    # of an answer that came after the client's timeout): exact whatever the machine's speed.
+    assert faults >= 5 and summary.retries == len(server.requests) - answers >= faults
     assert summary.prompt_tokens > 0 and summary.tool_errors == {}
     assert len(read_jsonl(out)) == 12
     assert out.with_suffix(".summary.json").exists()

@@ -46,19 +46,24 @@ async def test_a_malformed_or_cut_off_answer_is_retried_and_counted(fault):
     await env.reset(env.tasks()[0])
     with FakeOpenAI(counter_model, faults=[fault]) as server:
         reply = await policy_for(server).act(env.trajectory.messages, env.tools, task=env.task)
-    assert server.served == {fault: 1, "ok": 1}
-    assert reply.usage.retries == 1 and reply.message.tool_calls[0].name == "add"
+    # The fault once, then an answer; on a loaded machine an answer that came after the client's timeout
+    # is asked again too, so every request but the one answer used is a retry.
+    assert server.served[fault] == 1 and set(server.served) == {fault, "ok"}
+    assert reply.usage.retries == len(server.requests) - 1 >= 1 and reply.message.tool_calls[0].name == "add"
 
 
 async def test_every_endpoint_fault_loses_no_episode(tmp_path, executor):
     tasks, out = counter_tasks(10), tmp_path / "run.jsonl"
     with FakeOpenAI(counter_model, fault_every=3, fault_cycle=ALL_FAULTS, hang_seconds=30) as server:
-        summary, _ = await evaluate(COUNTER, policy_for(server), tasks=tasks, concurrency=3, executor=executor,
-                                    out=out, progress=False)
+        summary, trajectories = await evaluate(COUNTER, policy_for(server), tasks=tasks, concurrency=3,
+                                               executor=executor, out=out, progress=False)
     assert set(server.served) == {*ALL_FAULTS, "ok"}  # each fault was served
     faults = sum(n for kind, n in server.served.items() if kind != "ok")
     assert summary.outcomes == {"terminated": 10} and summary.successes == 10
-    assert summary.retries == faults  # every fault cost one retry, and each was counted
+    # Every fault cost a retry and each was counted: every request is the answer a turn used or a retry
+    # (on a loaded machine, also of an answer that came after the client's timeout).
+    answers = sum(len(t.turns) for t in trajectories)
+    assert summary.retries == len(server.requests) - answers >= faults
     assert sorted(keys(out)) == sorted((t.id, 0) for t in tasks)  # each episode written once
 
 

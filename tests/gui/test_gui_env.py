@@ -245,7 +245,7 @@ async def test_a_browser_that_dies_mid_episode_ends_it_with_a_reason_and_leaves_
         def listed() -> list[dict]:  # the low-level list: no inspect of a container that goes meanwhile (a 404)
             return engine.client().api.containers(all=True, filters={"id": browser.id})
 
-        for _ in range(100):
+        for _ in range(600):  # up to 60 s: a loaded engine is slow to remove it
             if not listed():
                 break
             await asyncio.sleep(0.1)

@@ -39,6 +39,7 @@ from agentgym.sandboxes.browser import (
 from agentgym.sandboxes.browser import sandbox as browser_sandbox
 from agentgym.sandboxes.browser.launch import CODE_USER, KIND_LABEL, PIPE_MOUNT
 from tests.conftest import docker_or_skip
+from tests.network import UNANSWERED, host_addresses
 
 BROWSER_LABEL = {KIND_LABEL: "browser"}
 GONE_WITHIN = 30.0  # seconds a dead browser's container may take to be removed
@@ -278,20 +279,6 @@ FETCH_ALL = """async (urls) => {
 }"""
 
 
-def host_addresses() -> list[str]:
-    """Addresses at which a page could find this host: loopback, its own, Docker's bridge gateway.
-
-    A TCP connection is counted whatever Chromium then does with it: it opens one even for a fetch
-    its Private Network Access rules then refuse (loopback from a public origin), so the listener,
-    not the fetch's outcome, tells whether the host was reached.
-    """
-    found = {"127.0.0.1"}
-    found.update(subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False).stdout.split())
-    bridge = engine.client().api.inspect_network("bridge")
-    found.update(c["Gateway"] for c in bridge["IPAM"]["Config"] if "Gateway" in c)
-    return sorted(a for a in found if ":" not in a)
-
-
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
 async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: Path) -> None:
     if backend == "docker":
@@ -308,9 +295,12 @@ async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: 
 
     server = await asyncio.start_server(count, "0.0.0.0", 0)
     port = server.sockets[0].getsockname()[1]
-    addresses = host_addresses()
-    outside = await asyncio.to_thread(socket.gethostbyname, "deb.debian.org")
-    urls = [f"http://{a}:{port}/" for a in addresses] + [f"http://{outside}/", "http://deb.debian.org/"]
+    # A TCP connection is counted whatever Chromium then does with it: it opens one even for a fetch its
+    # Private Network Access rules then refuse (loopback from a public origin), so the listener, not the
+    # fetch's outcome, tells whether the host was reached. This machine's own name is looked up in the
+    # sandbox (a DNS answer would be a way out too), and a reserved address stands for the outside.
+    urls = ([f"http://{a}:{port}/" for a in host_addresses()]
+            + [f"http://{socket.gethostname()}:{port}/", f"http://{UNANSWERED[0]}/"])
     sandbox = await create_browser(backend)
     try:
         page = await open_site(sandbox, site)

@@ -88,9 +88,9 @@ async def test_closing_the_direct_socket_ends_the_container() -> None:
         protocol = box.client.protocol
         assert isinstance(protocol, AgentProtocol)
         box.client.transport.close()  # what the owner's death does: the agent reads end of input
-        await asyncio.wait_for(protocol.closed, 10)
+        await asyncio.wait_for(protocol.closed, 60)
         assert not box.connected
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # bounds on what must happen, wide enough for a loaded machine
         while docker.engine.client().api.containers(all=True, filters={"id": box.id}):
             assert time.monotonic() < deadline, "the container outlived its agent"
             await asyncio.sleep(0.2)

@@ -23,12 +23,13 @@ async def test_wall_time_ends_the_sandbox(backend: str) -> None:
     box = await start(backend, "python", SMALL.model_copy(update={"wall_seconds": 2}))
     try:
         result = await box.exec("sleep 30", timeout=30)
-        assert result.timed_out and time.monotonic() - box.started < 6
+        # ended by the 2 s limit, well before the command's own 30 s (with room for a loaded machine)
+        assert result.timed_out and time.monotonic() - box.started < 20
         with pytest.raises(SandboxTimeout, match="wall time"):
             await box.exec("true")
         assert not await box.is_alive()
         if isinstance(box, DockerSandbox):  # the container removed itself, nobody had to close it
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60  # wide enough for a loaded engine
             while engine.client().api.containers(all=True, filters={"id": box.id}):
                 assert time.monotonic() < deadline, "the expired container was not removed"
                 await asyncio.sleep(0.2)
@@ -68,6 +69,6 @@ async def test_hung_agent_times_out_instead_of_hanging(sandbox: AgentSandbox) ->
     started = time.monotonic()
     with pytest.raises(SandboxTimeout, match="no answer"):
         await sandbox.exec("true", timeout=1)
-    assert time.monotonic() - started < 1 + GRACE_SECONDS + 2
+    assert time.monotonic() - started < 1 + GRACE_SECONDS + 30  # a frozen agent never answers: any bound tells
     assert not await sandbox.is_alive()
     await sandbox.close()

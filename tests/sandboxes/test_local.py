@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.sandboxes import local
+from tests.network import UNANSWERED, host_addresses
 from tests.sandboxes.conftest import SMALL
 
 
@@ -45,11 +46,15 @@ try:
     escaped = True
 except OSError:
     escaped = False
-try:
-    socket.create_connection(("1.1.1.1", 53), timeout=2)
-    online = True
-except OSError:
-    online = False
+online = False
+for host, port in {targets!r}:  # this machine's addresses, where the test listens, and a reserved one
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        online = True
+    except socket.timeout:
+        online = True  # the packet went somewhere: a network namespace has no route to wait on
+    except OSError:
+        pass
 processes = [p for p in os.listdir("/proc") if p.isdigit()]
 print(open("/tmp/job.json").read(), sorted(os.listdir("/tmp")), escaped, online, len(processes) < 10)
 """
@@ -64,9 +69,18 @@ async def test_without_bubblewrap_sandboxes_get_namespaces_of_their_own(
         boxes = await asyncio.gather(local.create(SMALL), local.create(SMALL))
     assert "install bubblewrap" in caplog.text and "read the host's files" in caplog.text
     workdirs = [box._workdir for box in boxes]
+    peers: list[str] = []
+
+    def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peers.append(str(writer.get_extra_info("peername")))
+        writer.close()
+
+    server = await asyncio.start_server(accept, "0.0.0.0", 0)
+    port = server.sockets[0].getsockname()[1]
+    targets = [(UNANSWERED[0], 80), *((addr, port) for addr in host_addresses())]
     try:
         for name, box in zip("ab", boxes, strict=True):
-            result = await box.run_python(PRIVATE.format(mine=name))
+            result = await box.run_python(PRIVATE.format(mine=name, targets=targets), timeout=60)
             # Its own /tmp (nothing of the host's, nor of the other sandbox), no writing elsewhere,
             # no network, and only its own processes in /proc.
             assert result.output == f"{name} ['job.json'] False False True\n", result
@@ -78,7 +92,9 @@ async def test_without_bubblewrap_sandboxes_get_namespaces_of_their_own(
         assert not Path("/var/tmp/agentgym-escape").exists()  # noqa: ASYNC240
         assert all(not Path(w, "report.json").exists() for w in workdirs if w)  # noqa: ASYNC240
     finally:
+        server.close()
         await asyncio.gather(*(box.close() for box in boxes))
+    assert peers == []
     assert not any(Path(w).exists() for w in workdirs if w)  # noqa: ASYNC240 - a stat
     for box in boxes:
         if box._uid is not None:

@@ -29,15 +29,15 @@ print(sorted(os.listdir('/tmp')), sorted(os.listdir('.')), 'secret' in globals()
 
 
 async def ready(pool: SandboxPool, count: int) -> None:
-    """Wait (up to 5 s) until ``count`` sandboxes are ready in ``pool``."""
-    for _ in range(100):
+    """Wait (up to 60 s: a loaded machine wipes slowly) until ``count`` sandboxes are ready in ``pool``."""
+    for _ in range(1200):
         if pool.ready == count:
             return
         await asyncio.sleep(0.05)
 
 
 async def _returned(pool: SandboxPool, sandbox_id: str) -> bool:
-    for _ in range(200):
+    for _ in range(1200):  # up to 60 s
         if any(s.id == sandbox_id for s in pool._ready):
             return True
         await asyncio.sleep(0.05)

