@@ -1,0 +1,72 @@
+"""Solvers of form tasks: focus a field, type into fields, tick checkboxes and radios, then submit."""
+
+from __future__ import annotations
+
+import re
+
+from agentgym.envs.gui.solvers.base import (
+    Action,
+    Page,
+    click,
+    fill_then_submit,
+    inputs,
+    labelled,
+    solves,
+    submit_button,
+)
+
+
+@solves("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer")
+def click_checkboxes(page: Page) -> Action:
+    listed = page.match(r"Select (.*) and click Submit")[1]
+    wanted = set() if listed == "nothing" else {w.strip() for w in re.split(r",| and ", listed) if w.strip()}
+    for text, box in labelled(page, "input_checkbox").items():
+        if ((text in wanted) != page.wrong) != bool(box.value):
+            return click(box)
+    return click(submit_button(page))
+
+
+@solves("click-option")
+def click_option(page: Page) -> Action:
+    wanted = page.match(r"Select (.*) and click Submit")[1]
+    radios = labelled(page, "input_radio")
+    radio = page.choose(radios.values(), lambda n: radios.get(wanted) == n)
+    return click(submit_button(page)) if radio.value else click(radio)
+
+
+@solves("focus-text")
+def focus_text(page: Page) -> Action | None:
+    field = inputs(page)[0]
+    return None if field.focused or page.wrong else click(field)
+
+
+@solves("focus-text-2")
+def focus_text_2(page: Page) -> Action | None:
+    index = int(page.match(r"(\d+)(?:st|nd|rd|th)")[1]) - 1
+    field = page.choose(inputs(page), lambda n: n == inputs(page)[index])
+    return None if field.focused else click(field)
+
+
+@solves("enter-text", "enter-text-dynamic")
+def enter_text(page: Page) -> Action:
+    return fill_then_submit(page, [(inputs(page)[0], page.quoted())], submit_button(page))
+
+
+@solves("enter-text-2")
+def enter_text_2(page: Page) -> Action:
+    text = page.quoted()
+    text = text.lower() if "lower case" in page.instruction else text.upper()
+    return fill_then_submit(page, [(inputs(page)[0], text)], submit_button(page))
+
+
+@solves("enter-password")
+def enter_password(page: Page) -> Action:
+    password = page.quoted()
+    return fill_then_submit(page, [(field, password) for field in inputs(page)], submit_button(page))
+
+
+@solves("login-user")
+def login_user(page: Page) -> Action:
+    username, password = page.quoted(0), page.quoted(1)
+    fields = inputs(page)
+    return fill_then_submit(page, [(fields[0], username), (fields[1], password)], submit_button(page))
