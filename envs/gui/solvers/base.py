@@ -107,6 +107,12 @@ class Page:
             out.append(below)
         return out
 
+    def after(self, node: Node, cls: str) -> Node | None:
+        """The sibling right after ``node`` (the next node at its depth) if it has class ``cls``."""
+        index = self.dom.nodes.index(node)
+        below = next((n for n in self.dom.nodes[index + 1:] if n.depth <= node.depth), None)
+        return below if below is not None and below.depth == node.depth and cls in below.classes else None
+
     def by_id(self, id_: str) -> Node:
         found = [n for n in self.dom if n.id == id_]
         if not found:
@@ -120,6 +126,10 @@ class Page:
 # ---------------------------------------------------------------- actions
 def click(node: Node) -> Action:
     return "click_element", {"ref": node.ref}
+
+
+WAIT: Action = ("scroll", {"dx": 0, "dy": 0})
+"""An action that changes nothing: the page gets a turn's time and a frame to move on (an animation)."""
 
 
 def press(key: str) -> Action:

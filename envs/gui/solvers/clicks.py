@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentgym.envs.gui.solvers.base import Action, Page, click, solves
+from agentgym.envs.gui.solvers.base import WAIT, Action, Page, click, solves
 
 
 @solves("click-button", "unicode-test")
@@ -111,3 +111,29 @@ def navigate_tree(page: Page) -> Action:
         return click(hits[0])
 
 
+
+
+@solves("click-collapsible-2", "click-collapsible-2-nodelay")
+def click_collapsible_2(page: Page) -> Action:
+    """Open section after section until the link shows, then click it; wait while a section slides open."""
+    try:
+        return click(page.one("span", page.quoted()))
+    except LookupError:
+        headers = [n for n in page.dom if "ui-accordion-header" in n.classes]
+        opened = [h for h in headers if page.clicked(h)]
+        if opened and not page.after(opened[-1], "ui-accordion-content"):
+            return WAIT
+        return click(next(h for h in headers if not page.clicked(h)))
+
+
+@solves("odd-or-even")
+def odd_or_even(page: Page) -> Action:
+    """Mark each number's row Odd or Even, then submit."""
+    nodes = page.dom.nodes
+    for i, number in enumerate(nodes):
+        if "display-number" in number.classes:
+            odd, even = nodes[i - 1], nodes[i + 1]
+            want = odd if (int(number.text) % 2 != 0) != page.wrong else even
+            if "selected" not in want.classes:
+                return click(want)
+    return click(page.by_id("submit"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from agentgym.envs.gui.observe import Node
 from agentgym.envs.gui.solvers.base import (
     Action,
     Page,
@@ -70,3 +71,56 @@ def login_user(page: Page) -> Action:
     username, password = page.quoted(0), page.quoted(1)
     fields = inputs(page)
     return fill_then_submit(page, [(fields[0], username), (fields[1], password)], submit_button(page))
+
+
+@solves("login-user-popup")
+def login_user_popup(page: Page) -> Action:
+    """As login-user, but first dismiss the popup that focusing a field may raise (its OK ends the episode)."""
+    cancel = [n for n in page.dom if n.id == "popup-cancel"]
+    if cancel:
+        return click(cancel[0])
+    fields = inputs(page)
+    return fill_then_submit(page, [(fields[0], page.quoted(0)), (fields[1], page.quoted(1))], page.by_id("subbtn"))
+
+
+@solves("choose-list")
+def choose_list(page: Page) -> Action:
+    """Focus the drop-down and type the option's name (the select's type-ahead picks it), then submit."""
+    wanted = page.match(r"Select (.*) from the list")[1]
+    select = page.by_id("options")
+    if not page.clicked(select):
+        return click(select)
+    if not page.count("type"):
+        return "type", {"text": page.text(wanted)}
+    return click(submit_button(page))
+
+
+@solves("enter-date")
+def enter_date(page: Page) -> Action:
+    """Type the date's digits into the date field's first segment (month), which moves on by itself."""
+    month, day, year = page.match(r"Enter (\d+)/(\d+)/(\d+)").groups()
+    field = page.by_id("tt")
+    if not field.value:
+        if page.wrong:
+            day = "02" if int(day) == 1 else "01"
+        return typed_into_first_segment(page, field, f"{int(month):02d}{int(day):02d}{year}")
+    return click(submit_button(page))
+
+
+@solves("enter-time")
+def enter_time(page: Page) -> Action:
+    """Type hours, minutes and AM/PM into the time field's segments."""
+    hours, minutes, half = page.match(r"Enter (\d+):(\d+) ([AP]M)").groups()
+    field = page.by_id("tt")
+    if not field.value:
+        hour = int(hours) % 12 + 1 if page.wrong else int(hours)
+        return typed_into_first_segment(page, field, f"{hour:02d}{minutes}{half[0]}")
+    return click(submit_button(page))
+
+
+def typed_into_first_segment(page: Page, field: Node, text: str) -> Action:
+    """Click the left end of a date or time field (its first segment), then type ``text``."""
+    if page.count("click") == 0:
+        x, y, _, h = field.box
+        return "click", {"x": x + 6, "y": y + h / 2}
+    return "type", {"text": text}
