@@ -55,21 +55,22 @@ def history_of(messages: list[Message]) -> list[Action]:
 
 
 class ReferencePolicy:
-    """Read the instruction and the latest DOM text, and take the next action of the task's solver."""
+    """Read the instruction and the latest DOM text (and the earlier ones), and take the solver's next action."""
 
     name = "reference"
     wrong = False
 
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
-        latest = next((m.text for m in reversed(messages) if m.role == "user"), "")
-        dom = parse_dom(latest)
+        pages = [parse_dom(m.text) for m in messages if m.role == "user"]
+        dom = pages[-1] if pages else parse_dom("")
         if not dom.nodes:
             raise EnvError("the reference GUI policy reads the DOM text: use observation='dom' or 'both'")
         solver = SOLVERS.get(str(task.data.get("miniwob", task.id)))
         action: Action | None = None
         if solver is not None:
             try:
-                action = solver(Page(instruction_of(messages), dom, history_of(messages), wrong=self.wrong))
+                action = solver(Page(instruction_of(messages), dom, history_of(messages), wrong=self.wrong,
+                                     earlier=tuple(pages[:-1])))
             except (LookupError, StopIteration, ValueError, TypeError, KeyError):
                 action = None  # the solver found no target on this page
         return _call(messages, action or ("finish", {}))

@@ -41,12 +41,18 @@ def solves(*tasks: str) -> Callable[[Solver], Solver]:
 
 @dataclass(frozen=True)
 class Page:
-    """What a solver sees: the instruction, the DOM, the actions taken so far, and whether to play wrong."""
+    """What a solver sees: the instruction, the DOM, the actions taken so far, and whether to play wrong.
+
+    ``earlier`` holds the DOMs of the pages shown before this one, oldest first: what a model has in
+    its conversation, for the tasks whose answer was on a page that is gone (the sender of an email
+    once the forward form hides it).
+    """
 
     instruction: str
     dom: Dom
     history: list[Action]
     wrong: bool = False
+    earlier: tuple[Dom, ...] = ()
 
     # ------------------------------------------------------------ reading the instruction
     def quoted(self, index: int = 0) -> str:
