@@ -14,8 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agentgym.envs.gui.observe import Dom, Node
+
+T = TypeVar("T")
 
 Action = tuple[str, dict[str, object]]
 """A tool name and its arguments."""
@@ -88,7 +91,7 @@ class Page:
             return text
         return text[::-1] if text[::-1] != text else text + "x"
 
-    def choose(self, candidates: Iterable[Node], right: Callable[[Node], bool]) -> Node:
+    def choose(self, candidates: Iterable[T], right: Callable[[T], bool]) -> T:
         """The first candidate ``right`` holds for; when playing wrong, the first it does not."""
         for node in candidates:
             if right(node) != self.wrong:

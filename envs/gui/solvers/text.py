@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agentgym.envs.gui.solvers.base import Action, Page, fill_then_submit, solves, submit_button
+from agentgym.envs.gui.solvers.base import Action, Page, click, fill_then_submit, press, solves, submit_button
 
 ORDINAL = r"(\d+)(?:st|nd|rd|th)"
 
@@ -31,3 +31,19 @@ def find_word(page: Page) -> Action:
     return type_answer(page, re.sub(r"[^a-zA-Z]", "", paragraph.text.split()[index]))
 
 
+
+
+@solves("terminal")
+def terminal(page: Page) -> Action:
+    """List the files (``ls``), then remove one with the extension asked for (``rm``)."""
+    prompt = page.by_id("terminal-target")
+    if not prompt.focused:
+        return click(prompt)
+    if page.count("type") == page.count("press"):  # a command to type
+        if page.count("type") == 0:
+            return "type", {"text": "ls"}
+        files = [n for n in page.dom if "output" in n.classes][-1].text.split()
+        extension = re.search(r"extension \.(\S+)", page.instruction)
+        fits = [f for f in files if (f.endswith("." + extension[1]) if extension else "." not in f)]
+        return "type", {"text": f"rm {page.choose(files, lambda f: f == fits[0])}"}
+    return press("Enter")
