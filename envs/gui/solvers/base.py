@@ -85,6 +85,13 @@ class Page:
             raise LookupError(f"no {tag or 'element'} {text!r} on the page")
         return found[0]
 
+    def exact(self, tag: str, text: str) -> Node:
+        """The first node of ``tag`` whose text is ``text``, playing wrong or not (a form's own Submit)."""
+        found = self.dom.find(tag=tag, text=text)
+        if not found:
+            raise LookupError(f"no {tag} {text!r} on the page")
+        return found[0]
+
     def text(self, text: str) -> str:
         """The text to enter: ``text``, or when playing wrong a text that differs from it."""
         if not self.wrong:

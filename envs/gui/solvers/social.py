@@ -50,7 +50,7 @@ def social_media_all(page: Page) -> Action:
     active = sum("active" in n.classes for n in buttons)
     if active < want:
         return click(next(n for n in buttons if "active" not in n.classes))
-    return click(page.one("button", "Submit"))
+    return click(page.exact("button", "Submit"))
 
 
 @solves("search-engine")
@@ -64,6 +64,5 @@ def search_engine(page: Page) -> Action:
     index = (index + 1) % 9 if page.wrong else index
     shown = next(n for n in page.dom if "page-item" in n.classes and "active" in n.classes)
     if page.subtree(shown)[0].text != str(index // 3 + 1):
-        return click(page.one("a", str(index // 3 + 1)) if not page.wrong else
-                     next(n for n in page.dom if n.tag == "a" and n.text == str(index // 3 + 1)))
+        return click(page.exact("a", str(index // 3 + 1)))
     return click([n for n in page.dom if "search-title" in n.classes][index % 3])
