@@ -144,6 +144,12 @@ def click(node: Node) -> Action:
     return "click_element", {"ref": node.ref}
 
 
+def click_at(node: Node) -> Action:
+    """A mouse click on the middle of ``node`` (for widgets that follow the mouse: the pointer moves there first)."""
+    x, y = node.center
+    return "click", {"x": x, "y": y}
+
+
 WAIT: Action = ("scroll", {"dx": 0, "dy": 0})
 """An action that changes nothing: the page gets a turn's time and a frame to move on (an animation)."""
 

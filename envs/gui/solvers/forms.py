@@ -6,9 +6,12 @@ import re
 
 from agentgym.envs.gui.observe import Node
 from agentgym.envs.gui.solvers.base import (
+    WAIT,
     Action,
     Page,
     click,
+    click_at,
+    fill,
     fill_then_submit,
     inputs,
     labelled,
@@ -124,3 +127,29 @@ def typed_into_first_segment(page: Page, field: Node, text: str) -> Action:
         x, y, _, h = field.box
         return "click", {"x": x + 6, "y": y + h / 2}
     return "type", {"text": text}
+
+
+@solves("form-sequence-2")
+def form_sequence_2(page: Page) -> Action:
+    radio_index, number, field_index = page.match(r'Check the (\d)\w\w radio.*"(-?\d+)" into the (\d)\w\w').groups()
+    radio = [n for n in page.dom if n.tag == "input_radio"][int(radio_index) - 1]
+    if not radio.value:
+        return click(radio)
+    field = page.choose(inputs(page), lambda n: n == inputs(page)[int(field_index) - 1])
+    return fill_then_submit(page, [(field, number)], submit_button(page))
+
+
+@solves("use-autocomplete", "use-autocomplete-nodelay")
+def use_autocomplete(page: Page) -> Action:
+    """Type the start, wait for the suggestions, pick the one with the right end, submit."""
+    start = page.quoted(0)
+    end = page.quoted(1) if page.instruction.count('"') >= 4 else ""
+    field = page.by_id("tags")
+    if not str(field.value).startswith(start) or not page.count("type"):
+        return fill(page, field, start) or WAIT
+    suggestions = [n for n in page.dom if "ui-menu-item-wrapper" in n.classes]
+    if str(field.value) == start:
+        if not suggestions:
+            return WAIT
+        return click_at(page.choose(suggestions, lambda n: n.text.startswith(start) and n.text.endswith(end)))
+    return click(submit_button(page))
