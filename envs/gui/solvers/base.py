@@ -164,8 +164,8 @@ def fill(page: Page, field: Node, text: str) -> Action | None:
         return None
     if not field.focused:
         return click(field)
-    if field.value:
-        return press("Control+A")
+    if field.value and page.history[-1:] != [press("Control+A")]:
+        return press("Control+A")  # typing then replaces what it holds
     return "type", {"text": text}
 
 

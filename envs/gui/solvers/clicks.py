@@ -137,3 +137,24 @@ def odd_or_even(page: Page) -> Action:
             if "selected" not in want.classes:
                 return click(want)
     return click(page.by_id("submit"))
+
+
+@solves("grid-coordinate")
+def grid_coordinate(page: Page) -> Action:
+    """The grid's points are circles whose id is their coordinate."""
+    point = page.match(r"coordinate (\(-?\d+,-?\d+\))")[1]
+    return click(page.choose([n for n in page.dom if n.tag == "circle"], lambda n: n.id == point))
+
+
+@solves("click-pie")
+def click_pie(page: Page) -> Action:
+    """Open the pie menu (its "+" in the middle), wait until it has spread out, then click the item's slice."""
+    spreader = next(n for n in page.dom if n.id.endswith("-spreadertitle"))
+    if not page.clicked(spreader):
+        return click(spreader)
+    label = page.one("tspan", page.quoted())
+    title = next(n for n in page.dom if n.tag == "text" and label in page.subtree(n))
+    before = [n.box for n in page.earlier[-1] if n.tag == "tspan" and n.text == label.text] if page.earlier else []
+    if before != [label.box]:
+        return WAIT  # still moving
+    return click(page.by_id(title.id.replace("-title-", "-slice-")))

@@ -15,6 +15,7 @@ from agentgym.envs.gui.solvers.base import (
     fill_then_submit,
     inputs,
     labelled,
+    press,
     solves,
     submit_button,
 )
@@ -152,4 +153,17 @@ def use_autocomplete(page: Page) -> Action:
         if not suggestions:
             return WAIT
         return click_at(page.choose(suggestions, lambda n: n.text.startswith(start) and n.text.endswith(end)))
+    return click(submit_button(page))
+
+
+@solves("use-spinner")
+def use_spinner(page: Page) -> Action:
+    """Step the focused spinner with the keyboard (PageUp/PageDown: 10, ArrowUp/ArrowDown: 1), then submit."""
+    wanted = int(page.match(r"Select (-?\d+) with the spinner")[1]) + page.wrong
+    spinner = page.by_id("spinner")
+    if not spinner.focused:
+        return click(spinner)
+    gap = wanted - int(str(spinner.value) or 0)
+    if gap:
+        return press(("Page" if abs(gap) > 5 else "Arrow") + ("Up" if gap > 0 else "Down"))
     return click(submit_button(page))

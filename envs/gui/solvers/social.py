@@ -66,3 +66,14 @@ def search_engine(page: Page) -> Action:
     if page.subtree(shown)[0].text != str(index // 3 + 1):
         return click(page.exact("a", str(index // 3 + 1)))
     return click([n for n in page.dom if "search-title" in n.classes][index % 3])
+
+
+@solves("phone-book")
+def phone_book(page: Page) -> Action:
+    """Page through the contacts (one a page) to the person's, then click the property asked for."""
+    person, wanted = page.match(r"Find (.+) in the contact book and click on their (\w+)").groups()
+    shown = next(n for n in page.dom if "name" in n.classes)
+    if shown.text != person:
+        return click(page.exact("a", ">"))
+    links = [n for n in page.dom if n.tag == "a" and n.classes and n.classes[0] in ("phone", "email", "address")]
+    return click(page.choose(links, lambda n: n.classes[0] == wanted))

@@ -47,3 +47,17 @@ def terminal(page: Page) -> Action:
         fits = [f for f in files if (f.endswith("." + extension[1]) if extension else "." not in f)]
         return "type", {"text": f"rm {page.choose(files, lambda f: f == fits[0])}"}
     return press("Enter")
+
+
+@solves("text-transform")
+def text_transform(page: Page) -> Action:
+    """The distorted text is one letter a span in ``#captcha``: type them in order."""
+    letters = "".join(n.text for n in page.subtree(page.by_id("captcha")))
+    return fill_then_submit(page, [(page.by_id("tt"), letters)], submit_button(page))
+
+
+@solves("scroll-text")
+def scroll_text(page: Page) -> Action:
+    """The last word of the text area (the DOM holds all of it, scrolled out of view or not)."""
+    last = str(page.by_id("text-area").text).split()[-1]
+    return type_answer(page, re.sub(r"[^a-zA-Z0-9]", "", last))
