@@ -1,9 +1,11 @@
-"""``agentgym gui dataset``: action-prediction records from the reference policy's GUI episodes."""
+"""``agentgym gui dataset`` (action-prediction records from the reference policy's GUI episodes) and
+``agentgym gui coverage`` (the reference's mean reward per task, and a wrong play's)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from pathlib import Path
 
 
@@ -22,6 +24,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     dataset.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"],
                          help="where the browser runs (local: the host's Chromium, no network isolation)")
     dataset.set_defaults(func=run_dataset)
+    coverage = commands.add_parser(
+        "coverage", help="the reference's mean reward per task, and a wrong play's (agentgym.envs.gui.coverage)")
+    coverage.add_argument("--names", default="reference",
+                          help="tasks: 'reference' (those the reference solves), 'all', or comma-separated names")
+    coverage.add_argument("--samples", type=int, default=5, help="episodes (seeds) per task and policy")
+    coverage.add_argument("--seed", type=int, default=0, help="first seed")
+    coverage.add_argument("--concurrency", type=int, default=2, help="episodes in flight (one browser each)")
+    coverage.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"],
+                          help="where the browser runs (local: the host's Chromium, no network isolation)")
+    coverage.add_argument("--out", help="also write the rewards per task and seed to this JSON file")
+    coverage.set_defaults(func=run_coverage)
 
 
 def run_dataset(args: argparse.Namespace) -> int:
@@ -49,3 +62,30 @@ def run_dataset(args: argparse.Namespace) -> int:
         return 0 if n else 1
 
     return asyncio.run(run())
+
+
+def run_coverage(args: argparse.Namespace) -> int:
+    """Print the coverage table; exit 1 when a task listed is not covered."""
+    from agentgym.envs.gui.coverage import TaskCoverage, measure, table
+    from agentgym.sandboxes import shutdown_pools
+    from agentgym.sandboxes.browser import shutdown_browser_pools
+
+    if args.samples < 1 or args.concurrency < 1:
+        raise SystemExit("agentgym gui coverage: --samples and --concurrency must be at least 1")
+
+    async def run() -> dict[str, TaskCoverage]:
+        try:
+            tasks = await measure(args.names, samples=args.samples, seed=args.seed, sandbox=args.sandbox,
+                                  concurrency=args.concurrency)
+        finally:
+            await shutdown_pools()
+            await shutdown_browser_pools()
+        return tasks
+
+    tasks = asyncio.run(run())
+    print(table(tasks))
+    if args.out:
+        Path(args.out).write_text(json.dumps({
+            "names": args.names, "samples": args.samples, "seed": args.seed, "sandbox": args.sandbox,
+            "tasks": {name: row.as_dict() for name, row in tasks.items()}}, indent=1) + "\n")
+    return 0 if all(row.covered for row in tasks.values()) else 1

@@ -1,0 +1,169 @@
+"""Solvers of form tasks: focus a field, type into fields, tick checkboxes and radios, then submit."""
+
+from __future__ import annotations
+
+import re
+
+from agentgym.envs.gui.observe import Node
+from agentgym.envs.gui.solvers.base import (
+    WAIT,
+    Action,
+    Page,
+    click,
+    click_at,
+    fill,
+    fill_then_submit,
+    inputs,
+    labelled,
+    press,
+    solves,
+    submit_button,
+)
+
+
+@solves("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer")
+def click_checkboxes(page: Page) -> Action:
+    listed = page.match(r"Select (.*) and click Submit")[1]
+    wanted = set() if listed == "nothing" else {w.strip() for w in re.split(r",| and ", listed) if w.strip()}
+    for text, box in labelled(page, "input_checkbox").items():
+        if ((text in wanted) != page.wrong) != bool(box.value):
+            return click(box)
+    return click(submit_button(page))
+
+
+@solves("click-option")
+def click_option(page: Page) -> Action:
+    wanted = page.match(r"Select (.*) and click Submit")[1]
+    radios = labelled(page, "input_radio")
+    radio = page.choose(radios.values(), lambda n: radios.get(wanted) == n)
+    return click(submit_button(page)) if radio.value else click(radio)
+
+
+@solves("focus-text")
+def focus_text(page: Page) -> Action | None:
+    field = inputs(page)[0]
+    return None if field.focused or page.wrong else click(field)
+
+
+@solves("focus-text-2")
+def focus_text_2(page: Page) -> Action | None:
+    index = int(page.match(r"(\d+)(?:st|nd|rd|th)")[1]) - 1
+    field = page.choose(inputs(page), lambda n: n == inputs(page)[index])
+    return None if field.focused else click(field)
+
+
+@solves("enter-text", "enter-text-dynamic")
+def enter_text(page: Page) -> Action:
+    return fill_then_submit(page, [(inputs(page)[0], page.quoted())], submit_button(page))
+
+
+@solves("enter-text-2")
+def enter_text_2(page: Page) -> Action:
+    text = page.quoted()
+    text = text.lower() if "lower case" in page.instruction else text.upper()
+    return fill_then_submit(page, [(inputs(page)[0], text)], submit_button(page))
+
+
+@solves("enter-password")
+def enter_password(page: Page) -> Action:
+    password = page.quoted()
+    return fill_then_submit(page, [(field, password) for field in inputs(page)], submit_button(page))
+
+
+@solves("login-user")
+def login_user(page: Page) -> Action:
+    username, password = page.quoted(0), page.quoted(1)
+    fields = inputs(page)
+    return fill_then_submit(page, [(fields[0], username), (fields[1], password)], submit_button(page))
+
+
+@solves("login-user-popup")
+def login_user_popup(page: Page) -> Action:
+    """As login-user, but first dismiss the popup that focusing a field may raise (its OK ends the episode)."""
+    cancel = [n for n in page.dom if n.id == "popup-cancel"]
+    if cancel:
+        return click(cancel[0])
+    fields = inputs(page)
+    return fill_then_submit(page, [(fields[0], page.quoted(0)), (fields[1], page.quoted(1))], page.by_id("subbtn"))
+
+
+@solves("choose-list")
+def choose_list(page: Page) -> Action:
+    """Focus the drop-down and type the option's name (the select's type-ahead picks it), then submit."""
+    wanted = page.match(r"Select (.*) from the list")[1]
+    select = page.by_id("options")
+    if not page.clicked(select):
+        return click(select)
+    if not page.count("type"):
+        return "type", {"text": page.text(wanted)}
+    return click(submit_button(page))
+
+
+@solves("enter-date")
+def enter_date(page: Page) -> Action:
+    """Type the date's digits into the date field's first segment (month), which moves on by itself."""
+    month, day, year = page.match(r"Enter (\d+)/(\d+)/(\d+)").groups()
+    field = page.by_id("tt")
+    if not field.value:
+        if page.wrong:
+            day = "02" if int(day) == 1 else "01"
+        return typed_into_first_segment(page, field, f"{int(month):02d}{int(day):02d}{year}")
+    return click(submit_button(page))
+
+
+@solves("enter-time")
+def enter_time(page: Page) -> Action:
+    """Type hours, minutes and AM/PM into the time field's segments."""
+    hours, minutes, half = page.match(r"Enter (\d+):(\d+) ([AP]M)").groups()
+    field = page.by_id("tt")
+    if not field.value:
+        hour = int(hours) % 12 + 1 if page.wrong else int(hours)
+        return typed_into_first_segment(page, field, f"{hour:02d}{minutes}{half[0]}")
+    return click(submit_button(page))
+
+
+def typed_into_first_segment(page: Page, field: Node, text: str) -> Action:
+    """Click the left end of a date or time field (its first segment), then type ``text``."""
+    if page.count("click") == 0:
+        x, y, _, h = field.box
+        return "click", {"x": x + 6, "y": y + h / 2}
+    return "type", {"text": text}
+
+
+@solves("form-sequence-2")
+def form_sequence_2(page: Page) -> Action:
+    radio_index, number, field_index = page.match(r'Check the (\d)\w\w radio.*"(-?\d+)" into the (\d)\w\w').groups()
+    radio = [n for n in page.dom if n.tag == "input_radio"][int(radio_index) - 1]
+    if not radio.value:
+        return click(radio)
+    field = page.choose(inputs(page), lambda n: n == inputs(page)[int(field_index) - 1])
+    return fill_then_submit(page, [(field, number)], submit_button(page))
+
+
+@solves("use-autocomplete", "use-autocomplete-nodelay")
+def use_autocomplete(page: Page) -> Action:
+    """Type the start, wait for the suggestions, pick the one with the right end, submit."""
+    start = page.quoted(0)
+    end = page.quoted(1) if page.instruction.count('"') >= 4 else ""
+    field = page.by_id("tags")
+    if not str(field.value).startswith(start) or not page.count("type"):
+        return fill(page, field, start) or WAIT
+    suggestions = [n for n in page.dom if "ui-menu-item-wrapper" in n.classes]
+    if str(field.value) == start:
+        if not suggestions:
+            return WAIT
+        return click_at(page.choose(suggestions, lambda n: n.text.startswith(start) and n.text.endswith(end)))
+    return click(submit_button(page))
+
+
+@solves("use-spinner")
+def use_spinner(page: Page) -> Action:
+    """Step the focused spinner with the keyboard (PageUp/PageDown: 10, ArrowUp/ArrowDown: 1), then submit."""
+    wanted = int(page.match(r"Select (-?\d+) with the spinner")[1]) + page.wrong
+    spinner = page.by_id("spinner")
+    if not spinner.focused:
+        return click(spinner)
+    gap = wanted - int(str(spinner.value) or 0)
+    if gap:
+        return press(("Page" if abs(gap) > 5 else "Arrow") + ("Up" if gap > 0 else "Down"))
+    return click(submit_button(page))
