@@ -45,6 +45,24 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
+@pytest.fixture(scope="session")
+def paired_runs(real_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two runs per env: each real run, and a copy where every other episode scores 0 (a worse policy)."""
+    from agentgym.types import iter_jsonl, write_jsonl
+
+    where = tmp_path_factory.mktemp("paired")
+    made = []
+    for env, run in real_runs.items():
+        worse = []
+        for i, t in enumerate(iter_jsonl(run)):
+            if i % 2 == 0:
+                t = t.model_copy(update={"reward": 0.0, "outcome_reward": 0.0, "policy": "worse"})
+            worse.append(t)
+        write_jsonl(where / f"{env}__worse.jsonl", worse)
+        made += [run, where / f"{env}__worse.jsonl"]
+    return made
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One Chromium per test module. Playwright's sync API keeps an event loop running in this
@@ -64,8 +82,8 @@ def browser() -> Iterator[Any]:
 class Page:
     """A browser page that records console errors and uncaught exceptions."""
 
-    def __init__(self, browser: Any) -> None:
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    def __init__(self, browser: Any, width: int = 1400) -> None:
+        self.page = browser.new_page(viewport={"width": width, "height": 1000})
         self.errors: list[str] = []
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
