@@ -55,9 +55,8 @@ def paired_runs(real_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFac
     for env, run in real_runs.items():
         worse = []
         for i, t in enumerate(iter_jsonl(run)):
-            if i % 2 == 0:
-                t = t.model_copy(update={"reward": 0.0, "outcome_reward": 0.0, "policy": "worse"})
-            worse.append(t)
+            lost = {"reward": 0.0, "outcome_reward": 0.0} if i % 2 == 0 else {}
+            worse.append(t.model_copy(update={**lost, "policy": "worse"}))
         write_jsonl(where / f"{env}__worse.jsonl", worse)
         made += [run, where / f"{env}__worse.jsonl"]
     return made
@@ -77,6 +76,31 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+OVERFLOW_JS = """() => {
+  // Elements wider than their container, or whose content overflows them (clipped or scrolled sideways).
+  // Plotly's own elements are left out: its modebar and hover layers are placed absolutely by design.
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") +
+    (typeof e.className === "string" && e.className ? "." + e.className.trim().split(/\\s+/).join(".") : "");
+  const bad = [];
+  const page = document.documentElement.scrollWidth;
+  if (page > window.innerWidth) bad.push(`page: ${page} px wide in a ${window.innerWidth} px window`);
+  for (const e of document.querySelectorAll("body *")) {
+    if (e.closest(".js-plotly-plot") || e.closest("svg")) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    const p = e.parentElement.getBoundingClientRect();
+    if (r.right > p.right + 1 || r.left < p.left - 1) {
+      const where = `${r.left | 0}..${r.right | 0} outside ${p.left | 0}..${p.right | 0}`;
+      bad.push(`${name(e)} in ${name(e.parentElement)}: ${where}`);
+    }
+    if (getComputedStyle(e).display !== "inline" && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) {
+      bad.push(`${name(e)}: content ${e.scrollWidth} px wide in ${e.clientWidth} px`);
+    }
+  }
+  return bad;
+}"""
 
 
 class Page:

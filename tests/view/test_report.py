@@ -283,3 +283,50 @@ def test_bad_input_is_a_clear_error(tmp_path):
     folder = agentgym("view", str(tmp_path / "folder"), cwd=tmp_path)
     assert folder.returncode == 2 and "holds no .jsonl run" in folder.stderr
     assert not (tmp_path / "report.html").exists()
+
+
+def test_tool_calls_show_code_json_trees_and_diffs(page, tmp_path):
+    code = 'import json\n\ndef f(x):\n    """Doubles."""\n    return {"twice": x * 2}  # a dict\n\nprint(f(21))\n'
+    patch = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    result = {"results": [{"title": "Paris", "score": 0.91}, {"title": "Lyon", "score": 0.2}], "total": 2}
+    calls = [ToolCall(id="c1", name="python", arguments=json.dumps({"code": code})),
+             ToolCall(id="c2", name="apply_patch", arguments=json.dumps({"patch": patch, "strict": True})),
+             ToolCall(id="c3", name="search", arguments=json.dumps({"query": "capital of France", "k": 2}))]
+    t = Trajectory(
+        task_id="tools/1", env="custom", policy="scripted", seed=0,
+        messages=[Message(role="user", content="Go.")],
+        turns=[Turn(action=Message(role="assistant", tool_calls=calls), observation=[
+            Message(role="tool", tool_call_id="c1", name="python", content='{"twice": 42}\n'),
+            Message(role="tool", tool_call_id="c2", name="apply_patch", content="applied"),
+            Message(role="tool", tool_call_id="c3", name="search", content=json.dumps(result))])],
+    )
+    run = tmp_path / "tools.jsonl"
+    write_jsonl(run, [t])
+    open_report(page, write_report(load_runs([run]), tmp_path / "tools.html"))
+    p = page.page
+    p.locator("tr.episode-row").first.click()
+    p.wait_for_selector(".trajectory .tool-call")
+    p.evaluate("document.querySelectorAll('.trajectory details').forEach((d) => { d.open = true; })")
+    python, patched, searched = (p.locator(".trajectory details.tool-call").nth(i) for i in range(3))
+    # The code exactly as the model wrote it (no \n or \" escapes), highlighted.
+    assert python.locator("pre.code.lang-python").text_content() == code
+    assert python.locator(".tok-string").first.inner_text() == '"""Doubles."""'
+    assert python.locator(".tok-comment").inner_text() == "# a dict"
+    assert python.locator(".tok-def").inner_text() == "f"
+    assert {"def", "return", "import"} <= set(python.locator(".tok-keyword").all_inner_texts())
+    assert python.locator(".tok-builtin", has_text="print").count() == 1
+    # A patch as a diff; its other argument as a JSON value.
+    assert patched.locator("pre.code.lang-diff .tok-add").inner_text() == "+x = 2\n"
+    assert patched.locator("pre.code.lang-diff .tok-del").inner_text() == "-x = 1\n"
+    assert patched.locator(".arg-inline").inner_text() == "strict: true"
+    assert searched.locator(".arg-inline").all_inner_texts() == ['query: "capital of France"', "k: 2"]
+    # JSON results as folded trees: the search results' objects fold, their leaves are typed.
+    outputs = p.locator(".trajectory details.tool-output")
+    assert outputs.nth(1).locator("details.json-tree").count() == 0  # plain text stays text
+    tree = outputs.nth(2).locator("details.json-tree").first
+    assert tree.locator("> summary").inner_text() == "{ 2 keys }"
+    assert tree.locator(".json-key").first.text_content() == "results: "
+    assert tree.locator(".json-string", has_text='"Paris"').count() == 1
+    assert tree.locator(".json-number", has_text="0.91").count() == 1
+    assert outputs.nth(0).locator(".json-number").inner_text() == "42"
+    assert page.errors == []

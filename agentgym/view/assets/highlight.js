@@ -50,7 +50,7 @@ const AgentgymCode = (function () {
   }
 
   const CODE_KEYS = new Set(["code", "source", "script", "program", "patch", "diff", "command", "cmd", "content",
-    "new_str", "old_str", "file_text", "query", "sql"]);
+    "new_str", "old_str", "file_text", "sql"]);
 
   // The language of one string argument of a tool call, or null when it is plain text.
   function language(tool, key, value) {
