@@ -330,3 +330,82 @@ def test_tool_calls_show_code_json_trees_and_diffs(page, tmp_path):
     assert tree.locator(".json-number", has_text="0.91").count() == 1
     assert outputs.nth(0).locator(".json-number").inner_text() == "42"
     assert page.errors == []
+
+
+def test_three_tasks_of_3334_samples_open_like_any_other_shape(page, tmp_path):
+    """The shape that took minutes to open (pass@k drawn at every k): a bounded number of points now."""
+    trajectories = [t.model_copy(update={"task_id": f"task/{i % 3}", "seed": i // 3})
+                    for i, t in enumerate(many_trajectories(3 * 3334))]
+    run = tmp_path / "few-tasks.jsonl"
+    write_jsonl(run, trajectories)
+    report = write_report(load_runs([run]), tmp_path / "few-tasks.html")
+    started = time.monotonic()
+    open_report(page, report)
+    page.page.wait_for_selector("tr.episode-row")
+    opened = time.monotonic() - started
+    p = page.page
+    points = p.locator("#plot-pass-at-k .scatterlayer .point").count()
+    ticks = p.locator("#plot-pass-at-k .xtick").count()
+    everything = p.evaluate("document.querySelectorAll('.js-plotly-plot .point').length")
+    nodes = p.evaluate("document.getElementsByTagName('*').length")
+    print(f"\n3 tasks x 3,334 samples: opened in {opened:.1f} s; pass@k {points} points, {ticks} ticks; "
+          f"{everything} points in all plots; {nodes} elements")
+    assert points == 12  # k = 1, 2, 5, ..., 2000, 3334: not 3,334 markers
+    assert ticks <= 12 and everything <= 30 and nodes < 3_000
+    assert p.locator("#task-table tbody tr").count() == 3
+    assert all("/3334 success" in cell for cell in p.locator("#task-table tbody td.cell-mixed").all_inner_texts())
+    assert page.errors == []
+
+
+def test_serve_is_live_as_rows_are_appended(browser, tmp_path):
+    """`agentgym view --serve` on a run in progress: the open page follows as episodes are appended."""
+    episodes = many_trajectories(8)
+    run = tmp_path / "progress.jsonl"
+    write_jsonl(run, episodes[:3])
+    proc = subprocess.Popen([sys.executable, "-m", "agentgym.cli", "view", str(run), "--out", str(tmp_path / "r.html"),
+                             "--serve", "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        assert proc.stdout is not None
+        assert "3 episodes" in proc.stdout.readline()
+        url = proc.stdout.readline().split()[1]
+
+        def live() -> dict:
+            with urllib.request.urlopen(url + "__live__", timeout=30) as r:
+                return json.loads(r.read())
+
+        def shows(n: int) -> None:
+            pager = "document.getElementById('episode-pager')"  # null while the page reloads
+            page.wait_for_function(f"{pager} && {pager}.innerText.includes('· {n} episodes')", timeout=60_000)
+
+        page.goto(url)
+        shows(3)
+        assert page.locator("#live-status").is_visible() and "live" in page.locator("#live-status").inner_text()
+        page.fill("#ep-search", "task/")  # the reader's place, kept across updates
+        page.locator("th[data-sort=reward]").click()
+        before = live()["version"]
+
+        def append(text: str) -> None:
+            with run.open("a", encoding="utf-8") as f:
+                f.write(text)
+
+        append("".join(t.model_dump_json() + "\n" for t in episodes[3:6]))
+        shows(6)
+        assert int(live()["version"]) > int(before)
+        assert page.input_value("#ep-search") == "task/"
+        assert "▲" in page.locator("th[data-sort=reward]").inner_text()
+        # A row half written (the writer is mid-line): the report leaves it out until it is whole.
+        line = episodes[6].model_dump_json() + "\n"
+        append(line[:40])
+        assert live()["error"] is None
+        time.sleep(3)  # a few polls: the page must still show 6, not fail
+        shows(6)
+        append(line[40:])
+        shows(7)
+        assert errors == []
+    finally:
+        page.close()
+        proc.terminate()
+        proc.wait(timeout=30)
