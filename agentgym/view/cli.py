@@ -13,15 +13,20 @@ def _cmd_view(args: argparse.Namespace) -> int:
     from agentgym.view.report import write_report
     from agentgym.view.runs import load_runs
 
-    runs = load_runs(args.runs)
-    out = write_report(runs, args.out, title=args.title)
-    episodes = sum(len(r.trajectories) for r in runs)
-    print(f"report: {out} ({len(runs)} run{'s' * (len(runs) != 1)}, {episodes} episodes)", flush=True)
-    if args.serve:
-        from agentgym.view.serve import serve
+    def build() -> tuple[Path, int, int]:
+        runs = load_runs(args.runs)
+        out = write_report(runs, args.out, title=args.title, baseline=args.baseline)
+        return out, len(runs), sum(len(r.trajectories) for r in runs)
 
+    out, runs, episodes = build()
+    print(f"report: {out} ({runs} run{'s' * (runs != 1)}, {episodes} episodes)", flush=True)
+    if args.serve:
+        from agentgym.view.serve import LiveReport, serve
+
+        live = LiveReport(out, args.runs, build)
         try:
-            serve(out, args.port, announce=lambda url: print(f"serving {url} (Ctrl-C to stop)", flush=True))
+            serve(live, args.port, announce=lambda url: print(
+                f"serving {url} (live: rebuilt as the runs grow; Ctrl-C to stop)", flush=True))
         except KeyboardInterrupt:
             pass
     return 0
@@ -63,7 +68,11 @@ def add_commands(sub: Any) -> None:
     view.add_argument("runs", nargs="+", metavar="RUN", help="a run's JSONL file, or a folder of them (runs/)")
     view.add_argument("--out", default="report.html", help="the HTML file to write (default report.html)")
     view.add_argument("--title", help="the report's title")
-    view.add_argument("--serve", action="store_true", help="then serve it on 127.0.0.1 until Ctrl-C")
+    view.add_argument("--baseline", metavar="NAME",
+                      help="compare every run of its env with this run (a run's name, e.g. its file's stem); "
+                           "default: every pair of runs of one env")
+    view.add_argument("--serve", action="store_true",
+                      help="then serve it on 127.0.0.1 until Ctrl-C, rebuilt as the runs grow (a run in progress)")
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func=_cmd_view)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from agentgym.types import Trajectory
 from agentgym.view import plots
+from agentgym.view.pairing import pairings
 from agentgym.view.runs import Run
 from agentgym.view.stats import Comparison, compare
 
@@ -62,10 +63,19 @@ def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-def _table(table_id: str, head: list[str], rows: Iterable[list[str]], *, raw: bool = False) -> str:
-    """An HTML table; cells are escaped unless ``raw`` (for cells built here from escaped parts)."""
+def _table(table_id: str, head: list[str], rows: Iterable[list[str]], *, raw: bool = False,
+           ids: tuple[int, ...] = (0,)) -> str:
+    """An HTML table; cells are escaped unless ``raw`` (for cells built here from escaped parts).
+
+    Columns ``ids`` hold names (runs, envs) that may break anywhere to fit a narrow page; other
+    cells break between words only.
+    """
     cell = (lambda c: c) if raw else _e
-    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows)
+
+    def td(i: int, c: str) -> str:
+        return f'<td class="id">{cell(c)}</td>' if i in ids else f"<td>{cell(c)}</td>"
+
+    body = "".join("<tr>" + "".join(td(i, c) for i, c in enumerate(row)) + "</tr>" for row in rows)
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
     return f'<table id="{table_id}" class="grid"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -82,7 +92,7 @@ def summary_section(runs: list[Run]) -> str:
                      f"{_pct(lo)} – {_pct(hi)}", f"{s.mean_reward:.4f}", f"{s.mean_turns:.2f}",
                      *(_pct(s.pass_at_k[k]) if k in s.pass_at_k else "–" for k in ks),
                      ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items()))])
-    return _table("summary-table", head, rows)
+    return _table("summary-table", head, rows, ids=(0, 1, 2))
 
 
 def components_section(runs: list[Run]) -> str:
@@ -127,27 +137,42 @@ def failures_section(runs: list[Run]) -> str:
     return _table("failures-table", ["run", "episodes", "reason", ""], rows, raw=True)
 
 
-def comparison_section(comparisons: list[Comparison]) -> str:
+def comparison_section(comparisons: list[Comparison], envs: dict[str, str]) -> tuple[str, list[plots.Figure]]:
+    """The comparison table, a row per compared pair under its env's heading, and the wins plot's figure."""
     if not comparisons:
-        return "<p>One run: nothing to compare. Pass two or more runs to compare them on their shared tasks.</p>"
-    head = ["second vs first", "paired episodes", "tasks: second wins / ties / first wins",
-            "success: only first / only second", "McNemar exact p", "McNemar χ² (p)",
-            "mean reward first → second", "Δ reward (95% bootstrap CI)", "permutation p"]
+        return ("<p>Nothing to compare: a comparison pairs runs of one env, and no env has two runs here.</p>",
+                [])
+    head = ["run vs baseline", "paired episodes", "tasks: run wins / ties / baseline wins",
+            "success: only baseline / only run", "McNemar p: exact (χ², p)",
+            "mean reward: baseline → run, Δ (95% bootstrap CI)", "permutation p"]
     rows = []
+    env = None
     for c in comparisons:
+        if envs[c.b] != env:
+            env = envs[c.b]
+            rows.append(f'<tr class="env-row"><th colspan="{len(head)}">{_e(env)}</th></tr>')
+        cells = [f'<td class="id">{_e(f"{c.b} vs {c.a}")}</td>']
         if not c.pairs:
-            rows.append([f"{c.b} vs {c.a}", "0: no task and seed in common", *["–"] * 7])
-            continue
-        m, p = c.success, c.reward
-        kind = "exact" if p.exact else f"{p.resamples:,} resamples"
-        rows.append([f"{c.b} vs {c.a}", str(c.pairs), f"{c.wins_b} / {c.ties} / {c.wins_a}",
-                     f"{m.only_a} / {m.only_b}", f"{m.exact_p:.4g}", f"{m.chi2:.3f} ({m.chi2_p:.4g})",
-                     f"{p.mean_a:.4f} → {p.mean_b:.4f}", f"{p.mean_diff:+.4f} ({p.ci95[0]:+.4f}, {p.ci95[1]:+.4f})",
-                     f"{p.p_value:.4g} ({kind})"])
-    note = ("<p class='note'>Episodes pair by task and seed. McNemar's test uses the pairs where exactly one run "
-            "succeeded; the permutation test flips the sign of each paired reward difference.</p>")
+            cells += ["<td>0: no task and seed in common</td>", *["<td>–</td>"] * (len(head) - 2)]
+        else:
+            m, p = c.success, c.reward
+            kind = "exact" if p.exact else f"{p.resamples:,} resamples"
+            cells += [f"<td>{_e(v)}</td>" for v in (
+                str(c.pairs), f"{c.wins_b} / {c.ties} / {c.wins_a}", f"{m.only_a} / {m.only_b}",
+                f"{m.exact_p:.4g} (χ² {m.chi2:.3f}, p {m.chi2_p:.4g})",
+                f"{p.mean_a:.4f} → {p.mean_b:.4f}, Δ {p.mean_diff:+.4f} ({p.ci95[0]:+.4f}, {p.ci95[1]:+.4f})",
+                f"{p.p_value:.4g} ({kind})")]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    header = "".join(f"<th>{_e(h)}</th>" for h in head)
+    table = (f'<table id="comparison-table" class="grid"><thead><tr>{header}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table>')
+    note = ("<p class='note'>Runs are compared within an env only: with the baseline when one is named "
+            "(<code>--baseline</code>), else pair by pair. Episodes pair by task and seed. McNemar's test uses "
+            "the pairs where exactly one run succeeded; the permutation test flips the sign of each paired "
+            "reward difference.</p>")
     paired = [c for c in comparisons if c.pairs]
-    return _table("comparison-table", head, rows) + note + (plots.wins_plot(paired) if paired else "")
+    figures = [plots.wins_plot(paired)] if paired else []
+    return table + note + "".join(_plot_cell(f) for f in figures), figures
 
 
 def episode_index(runs: list[Run]) -> dict[str, list[Any]]:
@@ -170,20 +195,23 @@ def episode_index(runs: list[Run]) -> dict[str, list[Any]]:
     return columns
 
 
+def natural_key(text: str) -> list[Any]:
+    """Sort key that orders the numbers inside ids by value: ``task/2`` before ``task/10``."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
+
+
 def task_table(runs: list[Run]) -> dict[str, Any]:
-    """Per task and run: episodes, successes and mean reward (``null`` where a run lacks the task)."""
-    order: dict[str, None] = {}
+    """Per task (in task-id order) and run: episodes, successes, mean reward (``null`` where a run lacks it)."""
     stats: list[dict[str, list[float]]] = []
     for r in runs:
         acc: dict[str, list[float]] = {}
         for t in r.trajectories:
-            order.setdefault(t.task_id, None)
             row = acc.setdefault(t.task_id, [0, 0, 0.0])
             row[0] += 1
             row[1] += t.success
             row[2] += t.reward
         stats.append(acc)
-    tasks = list(order)
+    tasks = sorted({t for s in stats for t in s}, key=natural_key)
     cells = [[[int(s[t][0]), int(s[t][1]), round(s[t][2] / s[t][0], 6)] if t in s else None for s in stats]
              for t in tasks]
     return {"tasks": tasks, "cells": cells}
@@ -208,21 +236,32 @@ def _asset(name: str) -> str:
     return resources.files("agentgym.view").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def build_report(runs: list[Run], *, title: str | None = None) -> str:
-    """The report's HTML for ``runs``; the first run is the baseline every other is compared with."""
-    comparisons = [compare(runs[0].trajectories, r.trajectories, names=(runs[0].name, r.name)) for r in runs[1:]]
-    figures = [plots.success_plot(runs), plots.components_plot(runs), plots.histogram_plot(runs, "turns"),
-               plots.histogram_plot(runs, "tokens"), plots.pass_at_k_plot(runs)]
+def _plot_cell(figure: plots.Figure) -> str:
+    """An empty cell for a figure: the page draws it once every cell exists (so each is sized right)."""
+    return f'<div class="plot" id="{_e(figure.id)}"></div>'
+
+
+def build_report(runs: list[Run], *, title: str | None = None, baseline: str | None = None) -> str:
+    """The report's HTML for ``runs``: runs of one env are compared with ``baseline`` (a run's name) or pairwise.
+
+    Raises:
+        DataError: ``baseline`` names no run.
+    """
+    comparisons = [compare(a.trajectories, b.trajectories, names=(a.name, b.name)) for a, b in pairings(runs, baseline)]
+    figures, left_out = plots.run_plots(runs)
+    comparison, wins = comparison_section(comparisons, {r.name: r.summary.env for r in runs})
+    notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in left_out)
     sections = {
         "SUMMARY": summary_section(runs),
-        "PLOTS": "".join(f'<div class="plot">{f}</div>' for f in figures),
-        "COMPARISON": comparison_section(comparisons),
+        "PLOTS": '<div class="plots">' + "".join(_plot_cell(f) for f in figures) + "</div>" + notes,
+        "COMPARISON": comparison,
         "COMPONENTS": components_section(runs),
         "TOOL_ERRORS": tool_errors_section(runs),
         "COST": cost_section(runs),
         "FAILURES": failures_section(runs),
     }
-    data = {"runs": [r.name for r in runs], "chunk": CHUNK, "index": episode_index(runs), "tasks": task_table(runs)}
+    data = {"runs": [r.name for r in runs], "chunk": CHUNK, "index": episode_index(runs), "tasks": task_table(runs),
+            "plots": {f.id: f.spec for f in [*figures, *wins]}, "plotConfig": plots.CONFIG}
     chunk_tags = "".join(f'<script type="text/plain" id="chunk-{i}">{c}</script>' for i, c in enumerate(chunks(runs)))
     values = {
         "TITLE": _e(title or "agentgym report: " + ", ".join(r.name for r in runs)),
@@ -230,15 +269,17 @@ def build_report(runs: list[Run], *, title: str | None = None) -> str:
         "PLOTLY": plots.plotly_js(),
         "DATA": _script_json(data),
         "CHUNKS": chunk_tags,
-        "SCRIPT": _asset("report.js"),
+        "SCRIPT": _asset("highlight.js") + "\n" + _asset("report.js"),
         **sections,
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], _asset("report.html"))
 
 
-def write_report(runs: list[Run], out: str | Path, *, title: str | None = None) -> Path:
-    """Write the report to ``out`` (parent folders are made) and return its path."""
+def write_report(runs: list[Run], out: str | Path, *, title: str | None = None, baseline: str | None = None) -> Path:
+    """Write the report to ``out`` (parent folders are made; written whole, then renamed) and return its path."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build_report(runs, title=title), encoding="utf-8")
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(build_report(runs, title=title, baseline=baseline), encoding="utf-8")
+    partial.replace(path)  # a server reading the report never sees half of one
     return path

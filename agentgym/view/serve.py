@@ -1,30 +1,99 @@
-"""Serve a report on 127.0.0.1 only: a person's own browser reads it; nothing else on the network can."""
+"""Serve a report on 127.0.0.1 only, live: rebuilt as its runs grow, and the open page follows.
+
+A person's own browser reads it; nothing else on the network can. The server watches the runs the
+report was made from (their files' sizes and modification times, and a folder's new ``.jsonl``
+files): when they change, the report is rebuilt and written again, and its version moves on. The
+served page carries its version (in the ``agentgym-live`` meta tag, filled in as it is served) and
+polls ``/__live__``; when the version there differs it reloads, keeping its filters, scroll and
+open episode. The file itself, opened without the server, has no version and polls nothing.
+"""
 
 from __future__ import annotations
 
 import http.server
+import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from agentgym.errors import DataError
+
 HOST = "127.0.0.1"
+LIVE_PATH = "/__live__"
+_EMPTY_VERSION = b'<meta name="agentgym-live" content="">'
 
 
-def make_server(report: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
+class LiveReport:
+    """A report file kept up to date with its runs: :meth:`refresh` rebuilds it when they changed.
+
+    ``build`` writes the report to ``path`` from ``runs`` (files or folders, as given to
+    ``agentgym view``). A rebuild that fails (a run's file damaged mid-write) keeps the last good
+    report and records the reason in :attr:`error`, shown on the page.
+    """
+
+    def __init__(self, path: Path, runs: list[str | Path], build: Callable[[], object]) -> None:
+        self.path = Path(path).resolve()
+        self.runs = runs
+        self.build = build
+        self.version = 0
+        self.error: str | None = None
+        self._seen = self._signature()
+        self._lock = threading.Lock()
+
+    def _signature(self) -> tuple[tuple[str, int, int], ...]:
+        from agentgym.view.runs import run_files
+
+        try:
+            files = run_files(self.runs)
+        except DataError:
+            return ()
+        return tuple((str(f), (s := f.stat()).st_size, s.st_mtime_ns) for f in files if f.exists())
+
+    def refresh(self) -> int:
+        """Rebuild the report if its runs changed since the last build; return the current version."""
+        with self._lock:
+            now = self._signature()
+            if now != self._seen:
+                self._seen = now
+                try:
+                    self.build()
+                    self.error = None
+                    self.version += 1
+                except DataError as e:
+                    self.error = str(e)
+            return self.version
+
+
+def make_server(report: Path | LiveReport, port: int = 0) -> http.server.ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1:``port`` (0: any free port) that answers ``/`` with the report.
 
-    The file is read on every request, so rewriting the report and reloading the page shows the
-    new one. Any other path is 404: nothing beside the report is served.
+    Given a :class:`LiveReport`, the report is refreshed before it is served and ``/__live__``
+    answers its version; given a path, the file is served as it is on every request. Any other path
+    is 404: nothing beside the report is served.
     """
-    path = Path(report).resolve()
+    live = report if isinstance(report, LiveReport) else None
+    path = report.path if isinstance(report, LiveReport) else Path(report).resolve()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] not in ("/", "/" + path.name):
+            where = self.path.split("?", 1)[0]
+            if live and where == LIVE_PATH:
+                self._send(json.dumps({"version": str(live.refresh()), "error": live.error}).encode(),
+                           "application/json")
+            elif where in ("/", "/" + path.name):
+                if live:
+                    version = live.refresh()
+                    body = path.read_bytes().replace(
+                        _EMPTY_VERSION, f'<meta name="agentgym-live" content="{version}">'.encode(), 1)
+                else:
+                    body = path.read_bytes()
+                self._send(body, "text/html; charset=utf-8")
+            else:
                 self.send_error(404, "only the report is served here")
-                return
-            body = path.read_bytes()
+
+        def _send(self, body: bytes, kind: str) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
@@ -36,7 +105,7 @@ def make_server(report: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
     return http.server.ThreadingHTTPServer((HOST, port), Handler)
 
 
-def serve(report: Path, port: int = 0, *, announce: Callable[[str], None] = print) -> None:
+def serve(report: Path | LiveReport, port: int = 0, *, announce: Callable[[str], None] = print) -> None:
     """Serve ``report`` until interrupted; ``announce`` gets the URL once the socket listens."""
     server = make_server(report, port)
     try:

@@ -45,6 +45,23 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
+@pytest.fixture(scope="session")
+def paired_runs(real_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two runs per env: each real run, and a copy where every other episode scores 0 (a worse policy)."""
+    from agentgym.types import iter_jsonl, write_jsonl
+
+    where = tmp_path_factory.mktemp("paired")
+    made = []
+    for env, run in real_runs.items():
+        worse = []
+        for i, t in enumerate(iter_jsonl(run)):
+            lost = {"reward": 0.0, "outcome_reward": 0.0} if i % 2 == 0 else {}
+            worse.append(t.model_copy(update={**lost, "policy": "worse"}))
+        write_jsonl(where / f"{env}__worse.jsonl", worse)
+        made += [run, where / f"{env}__worse.jsonl"]
+    return made
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One Chromium per test module. Playwright's sync API keeps an event loop running in this
@@ -61,11 +78,36 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+OVERFLOW_JS = """() => {
+  // Elements wider than their container, or whose content overflows them (clipped or scrolled sideways).
+  // Plotly's own elements are left out: its modebar and hover layers are placed absolutely by design.
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") +
+    (typeof e.className === "string" && e.className ? "." + e.className.trim().split(/\\s+/).join(".") : "");
+  const bad = [];
+  const page = document.documentElement.scrollWidth;
+  if (page > window.innerWidth) bad.push(`page: ${page} px wide in a ${window.innerWidth} px window`);
+  for (const e of document.querySelectorAll("body *")) {
+    if (e.closest(".js-plotly-plot") || e.closest("svg")) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    const p = e.parentElement.getBoundingClientRect();
+    if (r.right > p.right + 1 || r.left < p.left - 1) {
+      const where = `${r.left | 0}..${r.right | 0} outside ${p.left | 0}..${p.right | 0}`;
+      bad.push(`${name(e)} in ${name(e.parentElement)}: ${where}`);
+    }
+    if (getComputedStyle(e).display !== "inline" && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) {
+      bad.push(`${name(e)}: content ${e.scrollWidth} px wide in ${e.clientWidth} px`);
+    }
+  }
+  return bad;
+}"""
+
+
 class Page:
     """A browser page that records console errors and uncaught exceptions."""
 
-    def __init__(self, browser: Any) -> None:
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    def __init__(self, browser: Any, width: int = 1400) -> None:
+        self.page = browser.new_page(viewport={"width": width, "height": 1000})
         self.errors: list[str] = []
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))

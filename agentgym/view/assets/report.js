@@ -1,4 +1,4 @@
-// agentgym report: lists episodes a page at a time and renders one trajectory on demand.
+// agentgym report: draws the plots, lists episodes a page at a time and renders trajectories on demand.
 // Trajectories are gzip-compressed JSON chunks in <script id="chunk-N"> tags, decompressed when opened.
 // Everything from a run (model text, tool output) enters the DOM as text nodes, never as HTML.
 "use strict";
@@ -6,8 +6,11 @@
   const DATA = JSON.parse(document.getElementById("report-data").textContent);
   const IX = DATA.index;
   const N = IX.run.length;
+  const CHUNKS = Math.ceil(N / DATA.chunk);
   const PAGE = 50;
   const CACHE_CHUNKS = 6;
+  const LIVE = document.querySelector('meta[name="agentgym-live"]').content;
+  const STATE_KEY = "agentgym-report-state:" + location.pathname;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -25,6 +28,17 @@
     return node;
   }
   const fmt = (x, d) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
+  const compact = new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 });
+  const collator = new Intl.Collator("en", { numeric: true });
+
+  // ------------------------------------------------------------------ plots
+  // Drawn once every plot's cell exists, so each is laid out for its own cell (not the page's width).
+  function drawPlots() {
+    for (const [id, spec] of Object.entries(DATA.plots)) {
+      const div = document.getElementById(id);
+      Plotly.newPlot(div, spec.data, spec.layout, DATA.plotConfig).then(() => { div.dataset.drawn = "1"; });
+    }
+  }
 
   // ------------------------------------------------------------------ chunks
   const chunkCache = new Map();
@@ -35,8 +49,7 @@
       chunkCache.set(i, hit);
       return hit;
     }
-    const b64 = document.getElementById("chunk-" + i).textContent;
-    const raw = atob(b64);
+    const raw = atob(document.getElementById("chunk-" + i).textContent);
     const bytes = new Uint8Array(raw.length);
     for (let k = 0; k < raw.length; k++) bytes[k] = raw.charCodeAt(k);
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
@@ -50,6 +63,50 @@
     return list[i % DATA.chunk];
   }
 
+  // ------------------------------------------------------------------ full-text search
+  // The text a search looks in: messages, tool-call names and arguments (decoded), tool output, failure.
+  const fullText = new Array(N);
+  let indexedChunks = 0;
+  let indexing = null;
+  function textOf(value) {
+    if (!value) return "";
+    if (typeof value === "string") return value;
+    return value.filter((p) => p.type === "text").map((p) => p.text).join("");
+  }
+  function searchable(t) {
+    const parts = [t.task_id, t.failure || ""];
+    const add = (m) => {
+      parts.push(textOf(m.content));
+      for (const call of m.tool_calls || []) {
+        parts.push(call.name);
+        try {
+          JSON.stringify(JSON.parse(call.arguments), (k, v) => { if (typeof v === "string") parts.push(v); return v; });
+        } catch (e) {
+          parts.push(call.arguments);
+        }
+      }
+    };
+    t.messages.forEach(add);
+    for (const turn of t.turns) {
+      add(turn.action);
+      turn.observation.forEach(add);
+    }
+    return parts.join("\n").toLowerCase();
+  }
+  function indexTrajectories(onProgress) {
+    if (!indexing) {
+      indexing = (async () => {
+        for (let c = indexedChunks; c < CHUNKS; c++) {
+          const list = await loadChunk(c);
+          list.forEach((t, k) => { fullText[c * DATA.chunk + k] = searchable(t); });
+          indexedChunks = c + 1;
+          if (c % 5 === 4 || c === CHUNKS - 1) onProgress();
+        }
+      })();
+    }
+    return indexing;
+  }
+
   // ------------------------------------------------------------------ pager
   function pager(host, page, pages, total, label, go) {
     host.replaceChildren(
@@ -57,6 +114,20 @@
       el("span", {}, `page ${pages ? page + 1 : 0} of ${pages} · ${total.toLocaleString()} ${label}`),
       el("button", { type: "button", disabled: page >= pages - 1, onclick: () => go(page + 1) }, "next ›"),
     );
+  }
+
+  // ------------------------------------------------------------------ episodes by run and task
+  let byRunTask = null;
+  function episodesOf(run, task) {
+    if (!byRunTask) {
+      byRunTask = new Map();
+      for (let i = 0; i < N; i++) {
+        const key = IX.run[i] + "\u0000" + IX.task[i];
+        if (!byRunTask.has(key)) byRunTask.set(key, []);
+        byRunTask.get(key).push(i);
+      }
+    }
+    return byRunTask.get(run + "\u0000" + task) || [];
   }
 
   // ------------------------------------------------------------------ per-task table
@@ -79,15 +150,24 @@
     const rows = taskRows();
     const pages = Math.ceil(rows.length / PAGE);
     taskState.page = Math.max(0, Math.min(taskState.page, pages - 1));
-    const head = el("tr", {}, el("th", {}, "task"), ...DATA.runs.map((r) => el("th", {}, r)));
+    const several = DATA.runs.length > 1;
+    const head = el("tr", {}, el("th", {}, "task"), ...DATA.runs.map((r) => el("th", {}, r)), several && el("th", {}, ""));
     const body = rows.slice(taskState.page * PAGE, (taskState.page + 1) * PAGE).map((i) => {
-      const cells = DATA.tasks.cells[i].map((c) => {
+      const task = DATA.tasks.tasks[i];
+      const cells = DATA.tasks.cells[i].map((c, run) => {
         if (!c) return el("td", {}, "–");
         const [n, ok, reward] = c;
         const cls = ok === n ? "cell-ok" : ok === 0 ? "cell-bad" : "cell-mixed";
-        return el("td", { class: cls }, `${ok}/${n} success · reward ${fmt(reward, 3)}`);
+        return el("td", { class: cls }, el("a", {
+          href: "#episodes", class: "task-link", "data-run": String(run),
+          onclick: (e) => { e.preventDefault(); showTaskEpisodes(task, run); },
+        }, `${ok}/${n} success · reward ${fmt(reward, 3)}`));
       });
-      return el("tr", {}, el("td", {}, el("code", {}, DATA.tasks.tasks[i])), ...cells);
+      const present = DATA.tasks.cells[i].filter((c) => c).length;
+      const side = several && el("td", {}, present > 1 && el("button", {
+        type: "button", class: "side-link", onclick: () => openSide(task),
+      }, "side by side"));
+      return el("tr", { "data-task": task }, el("td", {}, el("code", {}, task)), ...cells, side);
     });
     document.getElementById("task-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
     pager(document.getElementById("task-pager"), taskState.page, pages, rows.length, "tasks", (p) => {
@@ -97,7 +177,24 @@
   }
 
   // ------------------------------------------------------------------ episode list
-  const epState = { page: 0, run: "", result: "", outcome: "", search: "", failure: null, selected: -1 };
+  const epState = { page: 0, run: "", result: "", outcome: "", search: "", failure: null, task: null, selected: -1,
+    sort: "index", desc: false };
+  const COLUMNS = [
+    // key, header, title, class, sort value
+    ["index", "#", "episode number", "c-num", (i) => i],
+    ["task", "task · run", "task id, and the run it belongs to", "c-task", null],
+    ["seed", "seed", "seed", "c-seed", (i) => (IX.seed[i] === null ? -Infinity : IX.seed[i])],
+    ["result", "result", "success, and the outcome when it is not terminated", "c-result", (i) => IX.success[i]],
+    ["reward", "reward", "reward", "c-reward", (i) => IX.reward[i]],
+    ["turns", "turns", "turns", "c-turns", (i) => IX.turns[i]],
+    ["tokens", "tokens", "prompt + completion tokens", "c-tokens", (i) => IX.tokens[i]],
+    ["errors", "errors", "tool errors", "c-errors", (i) => IX.errors[i]],
+  ];
+  function matches(i, s) {
+    if (!s) return true;
+    if (IX.task[i].toLowerCase().includes(s) || (IX.failure[i] || "").toLowerCase().includes(s)) return true;
+    return fullText[i] !== undefined && fullText[i].includes(s);
+  }
   function episodeRows() {
     const out = [];
     const s = epState.search.toLowerCase();
@@ -106,38 +203,83 @@
       if (epState.result !== "" && IX.success[i] !== Number(epState.result)) continue;
       if (epState.outcome !== "" && IX.outcome[i] !== epState.outcome) continue;
       if (epState.failure !== null && IX.failure[i] !== epState.failure) continue;
-      if (s && !IX.task[i].toLowerCase().includes(s) && !(IX.failure[i] || "").toLowerCase().includes(s)) continue;
+      if (epState.task !== null && IX.task[i] !== epState.task) continue;
+      if (!matches(i, s)) continue;
       out.push(i);
     }
+    const column = COLUMNS.find((c) => c[0] === epState.sort);
+    const sign = epState.desc ? -1 : 1;
+    if (epState.sort === "task") {
+      out.sort((a, b) => sign * (collator.compare(IX.task[a], IX.task[b]) || IX.run[a] - IX.run[b]) || a - b);
+    } else if (epState.sort !== "index" || epState.desc) {
+      const value = column[4];
+      out.sort((a, b) => sign * (value(a) - value(b)) || a - b);
+    }
     return out;
+  }
+  function sortBy(key) {
+    epState.desc = epState.sort === key ? !epState.desc : false;
+    epState.sort = key;
+    epState.page = 0;
+    renderEpisodes();
   }
   function renderEpisodes() {
     const rows = episodeRows();
     const pages = Math.ceil(rows.length / PAGE);
     epState.page = Math.max(0, Math.min(epState.page, pages - 1));
-    const head = el("tr", {}, ...["#", "run", "task", "seed", "outcome", "result", "reward", "turns", "tokens",
-      "tool errors"].map((h) => el("th", {}, h)));
+    const head = el("tr", {}, ...COLUMNS.map(([key, label, title, cls]) => el("th", {
+      class: cls + " sortable", title: `${title} (click to sort)`, "data-sort": key,
+      "aria-sort": epState.sort === key ? (epState.desc ? "descending" : "ascending") : null,
+      onclick: () => sortBy(key),
+    }, label, epState.sort === key && el("span", { class: "sort-mark" }, epState.desc ? " ▼" : " ▲"))));
     const body = rows.slice(epState.page * PAGE, (epState.page + 1) * PAGE).map((i) => el("tr", {
       class: "episode-row" + (i === epState.selected ? " selected" : ""), tabindex: "0", "data-index": String(i),
       onclick: () => openEpisode(i),
       onkeydown: (e) => { if (e.key === "Enter") openEpisode(i); },
       title: IX.failure[i] || "",
     },
-      el("td", {}, String(i)), el("td", {}, DATA.runs[IX.run[i]]), el("td", {}, el("code", {}, IX.task[i])),
+      el("td", {}, String(i)),
+      el("td", {}, el("code", {}, IX.task[i]), el("div", { class: "run-name" }, DATA.runs[IX.run[i]])),
       el("td", {}, IX.seed[i] === null ? "–" : String(IX.seed[i])),
-      el("td", { class: IX.outcome[i] === "terminated" ? "" : "warn" }, IX.outcome[i]),
-      el("td", { class: IX.success[i] ? "ok" : "bad" }, IX.success[i] ? "✓" : "✗"),
+      el("td", { class: IX.success[i] ? "ok" : "bad" }, IX.success[i] ? "✓" : "✗",
+        IX.outcome[i] === "terminated" ? "" : el("span", { class: "warn" }, " " + IX.outcome[i])),
       el("td", {}, fmt(IX.reward[i], 3)), el("td", {}, String(IX.turns[i])),
-      el("td", {}, IX.tokens[i].toLocaleString()), el("td", { class: IX.errors[i] ? "bad" : "" }, String(IX.errors[i])),
+      el("td", { title: IX.tokens[i].toLocaleString() }, compact.format(IX.tokens[i])),
+      el("td", { class: IX.errors[i] ? "bad" : "" }, String(IX.errors[i])),
     ));
     document.getElementById("episode-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
     pager(document.getElementById("episode-pager"), epState.page, pages, rows.length, "episodes", (p) => {
       epState.page = p;
       renderEpisodes();
     });
-    const chip = document.getElementById("ep-failure");
-    chip.hidden = epState.failure === null;
-    chip.textContent = epState.failure === null ? "" : `failure: ${epState.failure} ✕`;
+    for (const [id, key, label] of [["ep-failure", "failure", "failure"], ["ep-task", "task", "task"]]) {
+      const chip = document.getElementById(id);
+      chip.hidden = epState[key] === null;
+      chip.textContent = epState[key] === null ? "" : `${label}: ${epState[key]} ✕`;
+    }
+  }
+  function search(text) {
+    epState.search = text;
+    epState.page = 0;
+    renderEpisodes();
+    const status = document.getElementById("ep-searching");
+    if (!text || indexedChunks === CHUNKS) return;
+    const progress = () => {
+      status.textContent = indexedChunks < CHUNKS ? `searching trajectories… ${indexedChunks}/${CHUNKS} chunks` : "";
+      if (epState.search) renderEpisodes();
+    };
+    progress();
+    indexTrajectories(progress);
+  }
+  function resetFilters(changes) {
+    Object.assign(epState, { run: "", result: "", outcome: "", search: "", failure: null, task: null, page: 0 }, changes);
+    document.getElementById("ep-run").value = epState.run;
+    for (const id of ["ep-result", "ep-outcome", "ep-search"]) document.getElementById(id).value = "";
+    renderEpisodes();
+    document.getElementById("episodes").scrollIntoView();
+  }
+  function showTaskEpisodes(task, run) {
+    resetFilters({ task, run: String(run) });
   }
 
   // ------------------------------------------------------------------ one trajectory
@@ -151,20 +293,44 @@
       return el("pre", {}, `[image not embedded: ${url.slice(0, 200)}]`);
     });
   }
-  function textOf(value) {
-    if (!value) return "";
-    if (typeof value === "string") return value;
-    return value.filter((p) => p.type === "text").map((p) => p.text).join("");
-  }
   function images(value) {
     return Array.isArray(value) ? value.filter((p) => p.type !== "text") : [];
-  }
-  function pretty(args) {
-    try { return JSON.stringify(JSON.parse(args), null, 2); } catch (e) { return args; }
   }
   function short(text, n) {
     const line = (text || "").replace(/\s+/g, " ").trim();
     return line.length > n ? line.slice(0, n) + "…" : line;
+  }
+  function parseJson(text) {
+    try { return { value: JSON.parse(text) }; } catch (e) { return null; }
+  }
+  // A tool call's arguments: code as code (highlighted), structured values as trees, the rest as JSON.
+  function callArguments(call) {
+    const parsed = parseJson(call.arguments);
+    if (!parsed || parsed.value === null || typeof parsed.value !== "object" || Array.isArray(parsed.value)) {
+      return [el("pre", { class: "code" }, call.arguments)];
+    }
+    return Object.entries(parsed.value).map(([key, value]) => {
+      if (typeof value === "string") {
+        const lang = AgentgymCode.language(call.name, key, value);
+        if (lang) return el("div", { class: "arg" }, el("div", { class: "arg-name" }, key), AgentgymCode.block(lang, value));
+      }
+      const shown = value !== null && typeof value === "object" ? AgentgymCode.tree(value, 1) : el("code", {}, JSON.stringify(value));
+      return el("div", { class: "arg arg-inline" }, el("span", { class: "arg-name" }, key + ": "), shown);
+    });
+  }
+  function argumentsSummary(call) {
+    const parsed = parseJson(call.arguments);
+    if (!parsed || parsed.value === null || typeof parsed.value !== "object") return short(call.arguments, 80);
+    return short(Object.entries(parsed.value).map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(", "), 80);
+  }
+  function toolOutput(text) {
+    const trimmed = text.trim();
+    if (trimmed.startsWith("{") || trimmed.startsWith("[")) {
+      const parsed = parseJson(trimmed);
+      if (parsed && parsed.value !== null && typeof parsed.value === "object") return AgentgymCode.tree(parsed.value, 1);
+    }
+    return el("pre", {}, text);
   }
   function message(m) {
     const box = el("div", { class: `msg role-${m.role}` }, el("div", { class: "role" }, m.role + (m.name ? ` · ${m.name}` : "")));
@@ -172,7 +338,7 @@
       const text = textOf(m.content);
       box.append(el("details", { class: "tool-output" },
         el("summary", {}, `output of ${m.name || "tool"} (${text.length.toLocaleString()} chars): ${short(text, 90)}`),
-        el("pre", {}, text)));
+        toolOutput(text)));
       box.append(...content(images(m.content)));
       return box;
     }
@@ -183,14 +349,14 @@
     box.append(...content(m.content));
     for (const call of m.tool_calls || []) {
       box.append(el("details", { class: "tool-call" },
-        el("summary", {}, "call ", el("code", {}, call.name), ` (${short(call.arguments, 80)})`),
-        el("pre", {}, pretty(call.arguments)), el("div", { class: "note" }, `id ${call.id}`)));
+        el("summary", {}, "call ", el("code", {}, call.name), ` (${argumentsSummary(call)})`),
+        ...callArguments(call), el("div", { class: "note" }, `id ${call.id}`)));
     }
     return box;
   }
   function jsonFold(label, value) {
     if (!value || (typeof value === "object" && Object.keys(value).length === 0)) return null;
-    return el("details", { class: "fold" }, el("summary", {}, label), el("pre", {}, JSON.stringify(value, null, 2)));
+    return el("details", { class: "fold" }, el("summary", {}, label), AgentgymCode.tree(value, 2));
   }
   function renderTrajectory(i, t) {
     const usage = t.turns.reduce((u, turn) => ({
@@ -239,34 +405,113 @@
     }
   }
 
+  // ------------------------------------------------------------------ side by side
+  // Two runs' episodes of one task in two columns; the second side follows the first's seed when it can.
+  const side = { task: null, runs: [null, null], episodes: [null, null] };
+  function runsWith(task) {
+    return DATA.runs.map((_, r) => r).filter((r) => episodesOf(r, task).length);
+  }
+  async function renderPane(k) {
+    const pane = document.getElementById(k ? "side-b" : "side-a");
+    const runs = runsWith(side.task);
+    const episodes = episodesOf(side.runs[k], side.task);
+    const runSelect = el("select", { class: "side-run", onchange: (e) => {
+      side.runs[k] = Number(e.target.value);
+      side.episodes[k] = episodesOf(side.runs[k], side.task)[0];
+      renderPane(k);
+    } }, ...runs.map((r) => el("option", { value: String(r), selected: r === side.runs[k] }, DATA.runs[r])));
+    const episodeSelect = el("select", { class: "side-episode", onchange: (e) => {
+      side.episodes[k] = Number(e.target.value);
+      renderPane(k);
+    } }, ...episodes.map((i) => el("option", { value: String(i), selected: i === side.episodes[k] },
+      `episode ${i} · seed ${IX.seed[i] ?? "–"} · ${IX.success[i] ? "✓" : "✗"} ${fmt(IX.reward[i], 3)}`)));
+    pane.replaceChildren(el("div", { class: "controls" }, runSelect, episodeSelect), el("p", { class: "hint" }, "loading…"));
+    const i = side.episodes[k];
+    const t = await trajectory(i);
+    if (side.episodes[k] === i) pane.replaceChildren(pane.firstChild, renderTrajectory(i, t));
+  }
+  function openSide(task) {
+    const runs = runsWith(task);
+    const first = episodesOf(runs[0], task)[0];
+    const second = episodesOf(runs[1], task);
+    Object.assign(side, { task, runs: [runs[0], runs[1]],
+      episodes: [first, second.find((i) => IX.seed[i] === IX.seed[first]) ?? second[0]] });
+    const section = document.getElementById("side-by-side");
+    section.hidden = false;
+    document.getElementById("side-task").textContent = task;
+    renderPane(0);
+    renderPane(1);
+    section.scrollIntoView();
+  }
+
+  // ------------------------------------------------------------------ live (agentgym view --serve)
+  // The server rebuilds the report as runs grow; the page polls its version and reloads, keeping its place.
+  function saveState() {
+    sessionStorage.setItem(STATE_KEY, JSON.stringify({ ep: epState, task: taskState, scroll: window.scrollY }));
+  }
+  function restoreState() {
+    const saved = sessionStorage.getItem(STATE_KEY);
+    if (!saved) return false;
+    sessionStorage.removeItem(STATE_KEY);
+    const state = JSON.parse(saved);
+    Object.assign(epState, state.ep);
+    Object.assign(taskState, state.task);
+    document.getElementById("ep-run").value = epState.run;
+    document.getElementById("ep-result").value = epState.result;
+    document.getElementById("ep-outcome").value = epState.outcome;
+    document.getElementById("ep-search").value = epState.search;
+    document.getElementById("task-filter").value = taskState.filter;
+    document.getElementById("task-differ").checked = taskState.differ;
+    requestAnimationFrame(() => window.scrollTo(0, state.scroll));
+    return true;
+  }
+  function watchLive() {
+    const status = document.getElementById("live-status");
+    status.hidden = false;
+    status.textContent = `live · ${N.toLocaleString()} episodes · ${new Date().toLocaleTimeString()}`;
+    const poll = async () => {
+      try {
+        const r = await fetch("__live__", { cache: "no-store" });
+        const live = await r.json();
+        if (live.version !== LIVE) {
+          saveState();
+          location.reload();
+          return;
+        }
+        status.textContent = `live · ${N.toLocaleString()} episodes` + (live.error ? ` · ${live.error}` : "");
+      } catch (e) {
+        status.textContent = "live · server gone";
+      }
+      setTimeout(poll, 1000);
+    };
+    setTimeout(poll, 1000);
+  }
+
   // ------------------------------------------------------------------ wiring
   function setup() {
+    drawPlots();
     const runSel = document.getElementById("ep-run");
     runSel.append(el("option", { value: "" }, "all runs"), ...DATA.runs.map((r, i) => el("option", { value: String(i) }, r)));
     const outcomes = [...new Set(IX.outcome)].sort();
     document.getElementById("ep-outcome").append(...outcomes.map((o) => el("option", { value: o }, o)));
-    const bind = (id, key, event) => document.getElementById(id).addEventListener(event, (e) => {
+    const bind = (id, key) => document.getElementById(id).addEventListener("change", (e) => {
       epState[key] = e.target.value;
       epState.page = 0;
       renderEpisodes();
     });
-    bind("ep-run", "run", "change");
-    bind("ep-result", "result", "change");
-    bind("ep-outcome", "outcome", "change");
-    bind("ep-search", "search", "input");
-    document.getElementById("ep-failure").addEventListener("click", () => {
-      epState.failure = null;
-      renderEpisodes();
-    });
+    bind("ep-run", "run");
+    bind("ep-result", "result");
+    bind("ep-outcome", "outcome");
+    document.getElementById("ep-search").addEventListener("input", (e) => search(e.target.value));
+    for (const [id, key] of [["ep-failure", "failure"], ["ep-task", "task"]]) {
+      document.getElementById(id).addEventListener("click", () => {
+        epState[key] = null;
+        renderEpisodes();
+      });
+    }
     document.querySelectorAll("a.failure-link").forEach((a) => a.addEventListener("click", (e) => {
       e.preventDefault();
-      // Every episode that failed so, whatever the other filters said.
-      Object.assign(epState, { failure: a.dataset.failure, run: a.dataset.run, result: "", outcome: "", search: "" });
-      runSel.value = a.dataset.run;
-      for (const id of ["ep-result", "ep-outcome", "ep-search"]) document.getElementById(id).value = "";
-      epState.page = 0;
-      renderEpisodes();
-      document.getElementById("episodes").scrollIntoView();
+      resetFilters({ failure: a.dataset.failure, run: a.dataset.run });  // every episode that failed so
     }));
     document.getElementById("task-filter").addEventListener("input", (e) => {
       taskState.filter = e.target.value;
@@ -278,15 +523,20 @@
       taskState.page = 0;
       renderTasks();
     });
+    const restored = LIVE && restoreState();
     renderTasks();
     renderEpisodes();
+    if (restored && epState.search) search(epState.search);
     const m = /^#episode-(\d+)$/.exec(location.hash);
-    if (m && Number(m[1]) < N) {
-      const i = Number(m[1]);
-      epState.page = Math.floor(episodeRows().indexOf(i) / PAGE);
-      renderEpisodes();
-      openEpisode(i);
+    const open = m && Number(m[1]) < N ? Number(m[1]) : restored && epState.selected >= 0 ? epState.selected : -1;
+    if (open >= 0) {
+      if (!restored) {
+        epState.page = Math.floor(episodeRows().indexOf(open) / PAGE);
+        renderEpisodes();
+      }
+      openEpisode(open);
     }
+    if (LIVE) watchLive();
   }
   setup();
 })();
