@@ -46,6 +46,7 @@ def features() -> Any:
         "reward": f64, "outcome_reward": f64, "reward_components": List({"name": string, "value": f64}),
         "final_answer": string, "attempts": List(f64), "usage_by_role": List({"role": string, **usage}),
         "failed_usage": usage, "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64,
+        "policy_seconds": f64,
         "info": string,
         "success": Value("bool"), "num_turns": i64, "prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64,
     })
@@ -80,7 +81,8 @@ def to_row(t: Trajectory) -> dict[str, Any]:
              for turn in d["turns"]]
     return {
         **{k: d[k] for k in ("task_id", "env", "policy", "seed", "reward", "outcome_reward", "outcome", "failure",
-                             "seconds", "sandbox_seconds", "final_answer", "attempts", "failed_usage")},
+                             "seconds", "sandbox_seconds", "policy_seconds", "final_answer", "attempts",
+                             "failed_usage")},
         "usage_by_role": [{"role": role, **u} for role, u in d["usage_by_role"].items()],
         "messages": [_message_row(m) for m in d["messages"]], "turns": turns,
         "reward_components": [{"name": k, "value": v} for k, v in d["reward_components"].items()],

@@ -39,7 +39,7 @@ def every_field() -> Trajectory:
         final_answer="def f():\n    return 1\n", attempts=[0.0, 1.0],
         usage_by_role={"user": Usage(prompt_tokens=9, completion_tokens=3, cost_usd=0.5, retries=1)},
         failed_usage=Usage(prompt_tokens=4, retries=3),
-        outcome="truncated", failure="line one\nline two", seconds=12.5, sandbox_seconds=3.25,
+        outcome="truncated", failure="line one\nline two", seconds=12.5, sandbox_seconds=3.25, policy_seconds=7.5,
         info={"tests": [{"name": "t1", "passed": True}], "judge": {"reasoning": "ok", "attempts": 2}},
     )
 
