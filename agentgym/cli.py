@@ -31,6 +31,17 @@ def _import_modules(names: list[str]) -> None:
             raise AgentgymError(f"--import {name}: {e}") from e
 
 
+_ROLE = re.compile(r":[\w:]+:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")  # :class:`~a.b.C` and :ref:`text <target>`
+
+
+def plain_text(docstring: str | None) -> str:
+    """A docstring's first paragraph as one plain line: Sphinx roles and double backquotes taken out."""
+    paragraph = (docstring or "").strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    text = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), text)
+    return text.replace("``", "")
+
+
 def _cmd_envs(args: argparse.Namespace) -> int:
     from agentgym.registry import aliases, env_class, registered
 
@@ -38,18 +49,19 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     short: dict[str, list[str]] = {}
     for alias, env_id in aliases().items():
         short.setdefault(env_id, []).append(alias)
-    for env_id in registered():
+    ids = registered()
+    width = max((len(env_id) for env_id in ids), default=0) + 2
+    for env_id in ids:
         try:
             cls = env_class(env_id)
         except AgentgymError as e:
-            print(f"{env_id:<20} (cannot load: {e})")
+            print(f"{env_id:<{width}}(cannot load: {e})")
             continue
-        doc = (cls.__doc__ or "").strip().splitlines()
-        tools = ", ".join(spec.name for spec in cls.tool_specs())
-        scripted = ", ".join(cls.scripted_policies())
+        tools = ", ".join(spec.name for spec in cls.tool_specs()) or "none of its own"
+        scripted = ", ".join(cls.scripted_policies()) or "none"
         also = f" (alias: {', '.join(short[env_id])})" if env_id in short else ""
-        print(f"{env_id:<20} {doc[0] if doc else ''}{also}")
-        print(f"{'':<20} tools: {tools}; scripted policies: {scripted or 'none'}")
+        print(f"{env_id:<{width}}{plain_text(cls.__doc__)}{also}")
+        print(f"{'':<{width}}tools: {tools}; scripted policies: {scripted}")
     return 0
 
 
@@ -71,10 +83,10 @@ def _default_out(env_id: str, model: str) -> Path:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from agentgym.credentials import UnknownModel
     from agentgym.evaluation import RunStopped, evaluate
     from agentgym.evaluation.executors import get_executor
     from agentgym.policies import load_policy
-    from agentgym.policies.litellm import UnknownModel
     from agentgym.registry import env_class
 
     _import_modules(args.imports)
@@ -87,6 +99,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.max_turns is not None:
         env_kwargs["max_turns"] = args.max_turns
     env_kwargs.update(dict(args.env_arg))
+    _refuse_object_args(env_kwargs)
     backend = env_kwargs["sandbox_backend"]
     if backend not in SANDBOXES:
         raise EnvError(f"--env-arg sandbox_backend={backend!r}: use one of {', '.join(SANDBOXES)}")
@@ -114,7 +127,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 args.env, policy, tasks=tasks, task_file=args.tasks, limit=args.limit, samples=args.samples,
                 seed=args.seed, concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
                 turn_timeout=args.turn_timeout, episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
-                executor=executor,
+                executor=executor, progress_interval=args.progress_every,
             )
         finally:
             await runtime.shutdown()  # every kind of kept sandbox: pools, browsers, SWE containers
@@ -137,6 +150,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished episodes are in {out}; rerun with --resume to continue", file=sys.stderr)
         return 130
+
+
+#: Env arguments that take Python objects (a verifier, a simulated user, a feedback rule): text from
+#: ``--env-arg`` would reach every episode and fail it, so it is refused before the first one.
+OBJECT_ARGS = {
+    "user": "a SimulatedUser (or any responder), e.g. SimulatedUser('openai/gpt-4o-mini')",
+    "feedback": "a feedback rule, e.g. TryAgain(3) or LanguageFeedback('openai/gpt-4o-mini')",
+    "verifier": "a verifier (a function or an object with score())",
+}
+
+
+def _refuse_object_args(env_kwargs: dict[str, object]) -> None:
+    for name, takes in OBJECT_ARGS.items():
+        if name in env_kwargs:
+            raise EnvError(f"--env-arg {name}=...: {name} takes {takes}, not text; build the env in Python, "
+                           f"agentgym.make(env_id, {name}=...) (docs/writing-envs.md)")
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
@@ -182,9 +211,11 @@ def _at_least_one(kind: type[int] | type[float]) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agentgym import __version__
     from agentgym.evaluation.executors import EXECUTORS
 
     parser = argparse.ArgumentParser(prog="agentgym", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"agentgym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     imports = argparse.ArgumentParser(add_help=False)
@@ -198,8 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     count, seconds = _at_least_one(int), _at_least_one(float)
     ev.add_argument("env", help="an environment id (agentgym/code-v0), an alias (code), or module.path:ClassName")
     ev.add_argument("--model", required=True,
-                    help="a litellm model string (openai/gpt-4o-mini, anthropic/...), or a scripted policy the "
-                         "env ships (reference, baseline)")
+                    help="a litellm model string (openai/gpt-4o-mini, anthropic/...), a scripted policy the "
+                         "env ships (reference, baseline: see agentgym envs), or policy:module.path:Class")
     ev.add_argument("--limit", type=count, help="only the first N tasks")
     ev.add_argument("--samples", type=count, default=1, help="episodes per task (reports pass@k)")
     ev.add_argument("--seed", type=int, default=0)
@@ -217,8 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
                                   "the run record and summary go beside it (.run.json, .summary.json)")
     again = ev.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true",
-                       help="keep finished episodes in --out, play the rest (only into a file of the same run)")
+                       help="keep finished episodes in --out, play the rest (only into a file of the same run); "
+                         "without it, a rerun of a finished run plays nothing and prints its summary")
     again.add_argument("--overwrite", action="store_true", help="replace the trajectories --out holds")
+    ev.add_argument("--progress-every", type=seconds, default=30.0, metavar="SECONDS",
+                    help="when stderr is not a terminal (a log file, CI), a progress line this often (default 30)")
     ev.add_argument("--turn-timeout", type=seconds, default=600.0, help="seconds for one turn")
     ev.add_argument("--episode-timeout", type=seconds, default=3600.0, help="seconds for one episode")
     ev.add_argument("--executor", choices=EXECUTORS, default="local",

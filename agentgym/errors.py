@@ -50,3 +50,17 @@ class PolicyError(AgentgymError):
 
 class DataError(AgentgymError):
     """Task data, or a file a run reads or writes, is missing, unusable or malformed."""
+
+
+def reason_line(text: str, limit: int = 200) -> str:
+    """A failure reason as one line of at most ``limit`` characters that still says what happened.
+
+    Messages lead with where (``PolicyError: openai/gpt-4o: litellm.APIConnectionError: ...``) and
+    end with what (``Connection error.``, ``No such file or directory``), so a long one keeps its
+    start and its end and loses the middle.
+    """
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    head = limit // 2
+    return f"{line[:head]} … {line[-(limit - head - 3):]}"

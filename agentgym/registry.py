@@ -86,11 +86,25 @@ def resolve(env_id: str) -> str:
     return _ALIASES.get(env_id, env_id)
 
 
-def _import(spec: str, env_id: str) -> type[Env]:
-    module_name, _, attr = spec.partition(":")
+def load_object(spec: str) -> Any:
+    """What a ``module.path:name`` spec names, imported.
+
+    Raises:
+        ImportError: The module cannot be imported, or has no such name (``AttributeError`` included).
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ImportError(f"expected module.path:Name, got {spec!r}")
     try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as e:
+        return getattr(importlib.import_module(module_name), attr)
+    except AttributeError as e:
+        raise ImportError(str(e)) from e
+
+
+def _import(spec: str, env_id: str) -> type[Env]:
+    try:
+        target = load_object(spec)
+    except ImportError as e:
         raise EnvError(f"environment {env_id!r}: cannot load {spec!r}: {e}") from e
     if not (isinstance(target, type) and issubclass(target, Env)):
         raise EnvError(f"environment {env_id!r}: {spec!r} is not an agentgym Env subclass")

@@ -16,8 +16,8 @@ from typing import Any
 
 from agentgym.env import Env
 from agentgym.errors import PolicyError
-from agentgym.policies.base import Policy
-from agentgym.types import Outcome, Task, Trajectory, Usage
+from agentgym.policies.base import Policy, Reply
+from agentgym.types import Message, Outcome, Task, Trajectory, Usage
 
 EnvFactory = Callable[[], Env]
 
@@ -50,6 +50,15 @@ async def rollout(
         t.outcome, t.failure = outcome, failure
         return t
 
+    async def act(messages: list[Message]) -> Reply:
+        """The policy's reply; the wait is counted in ``policy_seconds`` whether it answers, fails or is cut off."""
+        asked = time.monotonic()
+        try:
+            return await policy.act(messages, env.tools, task=task)
+        finally:
+            if env.trajectory is not None and env.trajectory.task_id == task.id:
+                env.trajectory.policy_seconds += time.monotonic() - asked
+
     async def play() -> Trajectory:
         messages = await env.reset(task, seed=seed)
         while True:
@@ -57,7 +66,7 @@ async def rollout(
             deadline = asyncio.timeout(turn_timeout)
             try:
                 async with deadline:
-                    reply = await policy.act(messages, env.tools, task=task)
+                    reply = await act(messages)
                     policy_seconds = time.monotonic() - turn_started
                     result = await env.step(reply.message)
             except TimeoutError:

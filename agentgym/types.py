@@ -265,6 +265,9 @@ class Trajectory(BaseModel):
     failure: str | None = None
     seconds: float = 0.0
     sandbox_seconds: float = 0.0
+    policy_seconds: float = 0.0
+    """Seconds spent waiting on the policy, every call counted: those that failed, with their retries
+    and backoff, too. For an env with a sandbox, the sandbox was held all that time."""
     failed_usage: Usage = Field(default_factory=Usage)
     """What model calls that produced no turn cost: the retries of a call that failed after them."""
     info: dict[str, Any] = Field(default_factory=dict)

@@ -1,6 +1,8 @@
 """A new environment in a few lines: tools are typed async methods, the docstring is what the model reads.
 
 Run it with the built-in scripted policy (no key needed):  python examples/custom_env.py
+or from the command line:  agentgym eval examples.custom_env:Calculator --model scripted
+(``--model policy:examples.custom_env:Scripted`` names any policy class the same way).
 """
 
 import asyncio
@@ -23,6 +25,11 @@ class Calculator(Env):
     sandbox_image = "python"  # a sandbox from the warm pool on reset(), as self.sandbox
     max_turns = 4
     verifier = correct
+
+    @classmethod
+    def scripted_policies(cls):
+        """Named policies for the CLI: agentgym eval examples.custom_env:Calculator --model scripted"""
+        return {"scripted": Scripted}
 
     def tasks(self) -> list[Task]:
         return [Task(id="apples", prompt="Ann has 17 apples and buys 3 bags of 12. How many now?",

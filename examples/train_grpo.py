@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -38,7 +39,14 @@ def load(args: argparse.Namespace) -> tuple[object, object]:
     from agentgym.envs.toy.env import say_examples
     from agentgym.trl.tiny import tiny_agent
 
-    return tiny_agent("toy", say_examples(), steps=300)
+    steps, started = 300, time.monotonic()
+    print(f"warm start: teaching the tiny model to call tools ({steps} supervised steps)", flush=True)
+
+    def report(step: int, loss: float) -> None:
+        if step % 25 == 0 or step == steps:
+            print(f"warm start: step {step}/{steps}, loss {loss:.3f}, {time.monotonic() - started:.0f} s", flush=True)
+
+    return tiny_agent("toy", say_examples(), steps=steps, on_step=report)
 
 
 def main() -> None:
@@ -71,6 +79,7 @@ def main() -> None:
     trainer_class = (TurnCreditGRPOTrainer if args.turn_credit
                      else EnvGRPOTrainer if args.path == "environment" else GRPOTrainer)
     trainer = trainer_class(model, args=config, processing_class=tokenizer, **spec.trainer_kwargs())
+    print(f"GRPO: {args.steps} steps of {args.generations} generations each (a line of metrics per step)", flush=True)
     trainer.train()
 
     logs = trainer.state.log_history

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agentgym.errors import reason_line
 from agentgym.types import Trajectory, Usage
 
 
@@ -53,6 +54,10 @@ class Summary(BaseModel):
     reward_components: dict[str, float] = Field(default_factory=dict)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
     sandbox_seconds: float
+    sandbox_seconds_waiting: float = 0.0
+    """Of ``sandbox_seconds``, those spent waiting on the model (its retries through an outage included)."""
+    policy_seconds: float = 0.0
+    """Seconds waiting on the policy, failed calls and their retries included."""
     wall_seconds: float = 0.0
     episodes_per_second: float = 0.0
 
@@ -72,7 +77,9 @@ class Summary(BaseModel):
                f"{u.retries} retries") for role, u in self.usage_by_role.items()),
             ("outcomes", _fmt(self.outcomes)),
             ("tool errors", _fmt(self.tool_errors) or "none"),
-            ("sandbox seconds", f"{self.sandbox_seconds:.1f}"),
+            ("model seconds", f"{self.policy_seconds:.1f}  (waiting on the policy, retries and failed calls included)"),
+            ("sandbox seconds",
+             f"{self.sandbox_seconds:.1f}  ({self.sandbox_seconds_waiting:.1f} of them waiting on the model)"),
             ("wall seconds", f"{self.wall_seconds:.1f}  ({self.episodes_per_second:.2f} episodes/s)"),
         ]
         rows += [(f"pass@{k}", f"{v:.1%}") for k, v in self.pass_at_k.items()]
@@ -108,7 +115,7 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
     for k in (1, 5, 10):
         if samples >= k > 1 or (k == 1 and samples > 1):
             passk[str(k)] = sum(pass_at_k(len(v), sum(v), k) for v in by_task.values()) / len(by_task)
-    failures = Counter((t.failure or "").splitlines()[0][:120] for t in trajectories if t.failure)
+    failures = Counter(reason_line(t.failure) for t in trajectories if t.failure)
     return Summary(
         env=env,
         policy=policy,
@@ -129,6 +136,8 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
         reward_components={k: sum(v) / len(v) for k, v in components.items()},
         pass_at_k=passk,
         sandbox_seconds=sum(t.sandbox_seconds for t in trajectories),
+        sandbox_seconds_waiting=sum(min(t.policy_seconds, t.sandbox_seconds) for t in trajectories),
+        policy_seconds=sum(t.policy_seconds for t in trajectories),
         wall_seconds=wall_seconds,
         episodes_per_second=n / wall_seconds if wall_seconds else 0.0,
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentgym.env import Env
-from agentgym.errors import AgentgymError, PolicyError
+from agentgym.errors import AgentgymError, PolicyError, reason_line
 from agentgym.evaluation.executors import FatalWatch, Job, Report, RunSpec, start_a_sandbox
 from agentgym.registry import env_class, resolve
 from agentgym.rollout import run_episode
@@ -339,5 +339,4 @@ def _reason(error: BaseException) -> str:
     cause = getattr(error, "cause", None)
     if isinstance(cause, BaseException):
         error = cause
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}"[:300]
+    return reason_line(f"{type(error).__name__}: {error}", 300)

@@ -137,6 +137,20 @@ class RunFiles:
             self.summary_path.unlink(missing_ok=True)  # a summary of the replaced run would now be wrong
         return kept, sink
 
+    def this_run(self, identity: dict[str, Any], tasks: Sequence[Task]) -> list[Trajectory] | None:
+        """The trajectories ``out`` holds if this same run made them (the record matches), else None.
+
+        None as well for an empty or missing file, one without a readable record, or one that does not
+        read back whole (a torn last line): what :meth:`open` then says about it stands.
+        """
+        if not (self.path.exists() and self.path.stat().st_size > 0):
+            return None
+        try:
+            _refuse_other_run(self.path, self._read_record(), identity, {t.id: task_digest(t) for t in tasks})
+            return list(iter_jsonl(self.path))
+        except DataError:
+            return None
+
     def write_summary(self, text: str) -> None:
         _write_atomically(self.summary_path, text)
 

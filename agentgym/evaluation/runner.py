@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +48,7 @@ async def evaluate(
     episode_timeout: float | None = None,
     env_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
+    progress_interval: float = 30.0,
     executor: Executor | str | None = None,
 ) -> tuple[Summary, list[Trajectory]]:
     """Play every task ``samples`` times and summarise.
@@ -58,7 +60,9 @@ async def evaluate(
     episode ends, so a killed run loses at most the episodes that were running. With ``resume``,
     episodes already finished in ``out`` (same task and seed) are kept and not played again, if
     ``out`` was made by the same run (env, env arguments, policy settings, agentgym version,
-    unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``.
+    unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``. Without
+    ``resume`` or ``overwrite``, an ``out`` that holds this same run with every episode finished is
+    not played again: its summary is returned, and nothing is written.
 
     Episodes are played by ``executor`` (see :mod:`agentgym.evaluation.executors`): in this process
     by default, or on a Ray cluster (``"ray"``, or a configured ``RayExecutor``). Either way only
@@ -80,7 +84,9 @@ async def evaluate(
         turn_timeout: Seconds allowed for one turn (policy call plus env step).
         episode_timeout: Seconds allowed for one episode.
         env_kwargs: Keyword arguments for ``make(env_id, ...)`` (``sandbox_backend="local"``...).
-        progress: Show a progress bar on a terminal.
+        progress: Show a progress bar on a terminal; elsewhere (a log file, CI), a line on stderr
+            every ``progress_interval`` seconds.
+        progress_interval: Seconds between progress lines when stderr is not a terminal.
         executor: ``"local"`` (the default), ``"ray"``, or an :class:`~agentgym.evaluation.executors.Executor`.
 
     Raises:
@@ -112,24 +118,33 @@ async def evaluate(
     try:
         await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
         return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
-                           overwrite=overwrite, progress=progress)
+                           overwrite=overwrite, progress=progress, progress_interval=progress_interval)
     finally:
         await chosen.close()
 
 
 async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: list[Task],
                 jobs: list[tuple[Task, int]], files: RunFiles | None, executor: Executor, *, resume: bool,
-                overwrite: bool, progress: bool) -> tuple[Summary, list[Trajectory]]:
+                overwrite: bool, progress: bool, progress_interval: float) -> tuple[Summary, list[Trajectory]]:
     """Open the run's files, have ``executor`` play what is not done yet, write each episode as it ends."""
     done: dict[tuple[str, int | None], Trajectory] = {}
     sink: IO[str] | None = None
+    identity = run_identity(env_id, env_kwargs, policy)
+    if files is not None and not (resume or overwrite):
+        finished = _finished_before(files, identity, tasks, jobs)
+        if finished is not None:
+            if progress:
+                print(f"{files.path} already holds this run, every episode finished: nothing to play "
+                      "(--overwrite plays it again)", file=sys.stderr, flush=True)
+            return summarize(finished, env=env_id, policy=policy.name), finished
     if files is not None:
-        kept, sink = files.open(run_identity(env_id, env_kwargs, policy), tasks, resume=resume, overwrite=overwrite)
+        kept, sink = files.open(identity, tasks, resume=resume, overwrite=overwrite)
         wanted = {(task.id, s) for task, s in jobs}
         done = {_key(t): t for t in kept if _key(t) in wanted and t.outcome in FINISHED}
     todo = [(task, s) for task, s in jobs if (task.id, s) not in done]
+    on_terminal = progress and sys.stderr.isatty()
     bar = tqdm(total=len(jobs), initial=len(done), desc=f"{env_id} · {policy.name}", unit="ep",
-               disable=None if progress else True, dynamic_ncols=True)
+               disable=not on_terminal, dynamic_ncols=True)
     results = dict(done)
     successes = sum(t.success for t in done.values())  # kept as a count: a recount per episode is quadratic
     fatal: list[PolicyError] = []
@@ -149,6 +164,13 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
             runner.cancel()
 
     started = time.monotonic()
+
+    def progress_line() -> str:
+        return (f"{env_id} · {policy.name}: {len(results)}/{len(jobs)} episodes, {successes} succeeded, "
+                f"{time.monotonic() - started:.0f} s")
+
+    ticker = (asyncio.ensure_future(_every(progress_interval, progress_line))
+              if progress and not on_terminal and todo else None)
     runner = asyncio.ensure_future(executor.run(todo, on_result))
     try:
         await runner
@@ -160,6 +182,9 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
                          "could succeed. Fix it and rerun with --resume") from fatal[0]
     finally:
         bar.close()
+        if ticker is not None:
+            ticker.cancel()
+            print(progress_line(), file=sys.stderr, flush=True)
         if sink is not None:
             sink.close()
     trajectories = [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]
@@ -167,6 +192,23 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
     if files is not None:
         files.write_summary(summary.model_dump_json(indent=2) + "\n")
     return summary, trajectories
+
+
+async def _every(interval: float, line: Callable[[], str]) -> None:
+    """Print ``line()`` to stderr every ``interval`` seconds: progress for a log file, where a bar is not drawn."""
+    while True:
+        await asyncio.sleep(interval)
+        print(line(), file=sys.stderr, flush=True)
+
+
+def _finished_before(files: RunFiles, identity: dict[str, Any], tasks: list[Task],
+                     jobs: list[tuple[Task, int]]) -> list[Trajectory] | None:
+    """The trajectories of ``jobs`` if ``files`` holds this same run with every one of them finished, else None."""
+    held = files.this_run(identity, tasks)
+    finished = {_key(t): t for t in held or [] if t.outcome in FINISHED}
+    if held is None or any((task.id, s) not in finished for task, s in jobs):
+        return None
+    return [finished[(task.id, s)] for task, s in jobs]
 
 
 def _refuse_duplicate_ids(tasks: Sequence[Task]) -> None:

@@ -5,21 +5,44 @@ from __future__ import annotations
 from typing import Any
 
 from agentgym.env import Env
+from agentgym.errors import AgentgymError
 from agentgym.policies.base import Policy, Reply
 from agentgym.policies.litellm import LiteLLMPolicy
 
 __all__ = ["LiteLLMPolicy", "Policy", "Reply", "load_policy"]
 
+#: ``--model policy:module.path:Class`` names a policy class of your own (made with no arguments).
+POLICY_PREFIX = "policy:"
+
 
 def load_policy(name: str, env_class: type[Env], **options: Any) -> Policy:
-    """A policy by name: one of the env's scripted policies (``reference``...), else a litellm model.
+    """A policy by name: one of the env's scripted policies, a class of your own, else a litellm model.
 
     Args:
-        name: ``"reference"``, ``"baseline"`` (if the env ships them), or a litellm model string.
+        name: ``"reference"``, ``"baseline"`` (if the env ships them: :meth:`Env.scripted_policies`),
+            ``"policy:module.path:Class"`` (any policy class, built with no arguments: a custom env's
+            scripted policy, say), or a litellm model string.
         env_class: The environment the policy will act in.
         **options: Keyword arguments for :class:`LiteLLMPolicy` (ignored by scripted policies).
+
+    Raises:
+        AgentgymError: A ``policy:`` spec that cannot be imported or does not make a policy.
     """
     scripted = env_class.scripted_policies()
     if name in scripted:
         return scripted[name]()
+    if name.startswith(POLICY_PREFIX):
+        return _policy_class(name.removeprefix(POLICY_PREFIX))()
     return LiteLLMPolicy(name, **options)
+
+
+def _policy_class(spec: str) -> Any:
+    from agentgym.registry import load_object
+
+    try:
+        target = load_object(spec)
+    except ImportError as e:
+        raise AgentgymError(f"--model {POLICY_PREFIX}{spec}: cannot load it: {e}") from e
+    if not (isinstance(target, type) and callable(getattr(target, "act", None))):
+        raise AgentgymError(f"--model {POLICY_PREFIX}{spec}: not a policy class (a class with an act method)")
+    return target

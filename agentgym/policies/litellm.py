@@ -10,7 +10,8 @@ that failed after them.
 Nothing else is retried. A 4xx answer (bad credentials, an unknown model, a request the server
 refuses) will be the same answer next time, and so is a call that never left this machine: litellm
 reports a missing API key as a "500", so the cause chain is read, not only the status.
-:meth:`LiteLLMPolicy.check` catches the commonest of these before the first call.
+:meth:`LiteLLMPolicy.check` catches the commonest of these before the first call, without importing
+litellm (:mod:`agentgym.credentials`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from agentgym.errors import PolicyError
+from agentgym.credentials import check_credentials
+from agentgym.errors import PolicyError, reason_line
 from agentgym.llm import litellm_module
 from agentgym.policies.base import Policy, Reply
 from agentgym.types import Message, Task, ToolCall, ToolSpec, Usage
@@ -36,10 +38,6 @@ from agentgym.types import Message, Task, ToolCall, ToolSpec, Usage
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 #: Statuses that no later call of the run can get past: bad or refused credentials, no such model.
 FATAL_STATUS = {401, 403, 404}
-
-
-class UnknownModel(PolicyError):
-    """litellm cannot tell which provider a model string names."""
 
 
 def _causes(error: BaseException) -> list[BaseException]:
@@ -143,30 +141,16 @@ class LiteLLMPolicy:
         self._wait = wait_exponential_jitter(multiplier=backoff, max=backoff_max, jitter=backoff)
 
     def check(self) -> None:
-        """Fail now, not once per episode, if no call can work: an unknown provider or missing keys.
+        """Fail now, not once per episode, if no call can work: an unknown provider, a missing or refused key.
 
-        litellm tells which provider a model string names (:func:`litellm.get_llm_provider`) and which
-        environment variables that provider needs (:func:`litellm.validate_environment`; an
-        ``api_key`` given here counts).
+        See :func:`agentgym.credentials.check_credentials` (an ``api_key`` given here counts).
 
         Raises:
             UnknownModel: The model string names no provider litellm knows.
-            PolicyError: (fatal) The provider's credentials are not in the environment; the message
-                names the variables.
+            PolicyError: (fatal) The provider's credentials are not in the environment (the message
+                names the variables), or the provider refused the key.
         """
-        litellm = litellm_module()
-        try:
-            _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
-        except Exception as e:
-            raise UnknownModel(
-                f"unknown model {self.model!r}: litellm cannot tell its provider; write it as provider/model, "
-                "e.g. openai/gpt-4o-mini (providers: https://docs.litellm.ai/docs/providers)", fatal=True,
-            ) from e
-        needed = litellm.validate_environment(self.model, api_key=self.api_key, api_base=self.api_base)
-        missing = needed.get("missing_keys") or []
-        if missing:
-            raise PolicyError(f"{self.model}: no credentials for provider {provider!r}: set "
-                              f"{', '.join(missing)} in the environment", fatal=True)
+        check_credentials(self.model, api_key=self.api_key, api_base=self.api_base)
 
     def identity(self) -> dict[str, Any]:
         """What decides this policy's actions, recorded with a run so that a resume cannot mix two."""
@@ -210,8 +194,8 @@ class LiteLLMPolicy:
                     async with self._semaphore:
                         response = await asyncio.wait_for(litellm.acompletion(**kwargs), self.timeout + 5)
         except Exception as e:
-            what = " ".join(f"{type(e).__name__}: {e}".split())
-            raise PolicyError(f"{self.model}: {what[:500]} (after {retries + 1} attempt(s))",
+            what = reason_line(f"{type(e).__name__}: {e}", 500)
+            raise PolicyError(f"{self.model}: {what} (after {retries + 1} attempt(s))",
                               retries=retries, fatal=is_fatal(e)) from e
         return Reply(message=_to_message(response), usage=_usage(litellm, response, retries))
 

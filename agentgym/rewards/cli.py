@@ -1,7 +1,8 @@
 """``agentgym judge probe``: measure an LLM judge's false-positive rate on known hacks.
 
 The exit status is the judge's verdict: 0 when it accepts at least ``--min-tpr`` of the correct answers
-and (with ``--max-fpr``) no more than that share of hacks; 1 otherwise; 2 when nothing could be graded.
+and (with ``--max-fpr``) no more than that share of hacks; 1 otherwise; 2 when nothing could be graded,
+or the judge's credentials are missing or refused (checked before the first grading, as ``eval`` does).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def run_probe(args: argparse.Namespace) -> int:
     from agentgym.rewards.probes import probe_judge
 
     judge = LLMJudge(args.model, api_base=args.api_base, api_key=args.api_key)
+    judge.check()  # a missing or refused key: one line and exit status 2, before any grading
     report = asyncio.run(probe_judge(judge, threshold=args.threshold))
     failures = report.failures(max_fpr=args.max_fpr, min_tpr=args.min_tpr)
     if args.json:

@@ -38,6 +38,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from agentgym.credentials import check_credentials
 from agentgym.llm import litellm_module
 from agentgym.rewards.verifier import Episode, final_text
 from agentgym.types import Reward, Task, Trajectory
@@ -149,6 +150,18 @@ class LLMJudge:
         self.timeout = timeout
         self.answer = answer
         self.name = name
+
+    def check(self) -> None:
+        """Fail now if no grading can work: an unknown provider, a missing or refused key.
+
+        Without it a judge with no key answers every grading with an error, and a probe reports a
+        judge that "accepts 0% of correct answers" minutes later. See
+        :func:`agentgym.credentials.check_credentials`.
+
+        Raises:
+            PolicyError: The message says what is missing or refused.
+        """
+        check_credentials(self.model, api_key=self.api_key, api_base=self.api_base)
 
     def messages(self, task: Task, answer: str, nonce: str) -> list[dict[str, str]]:
         """The grading conversation for one answer, its data block named by ``nonce``."""

@@ -124,13 +124,19 @@ class FakeOpenAI:
         with self._lock:
             self.served[kind] = self.served.get(kind, 0) + 1
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    def _refused(self, request: web.Request) -> web.Response | None:
+        """OpenAI's 401 for a request without the accepted key, on every route; None when the key is fine."""
         auth = request.headers.get("Authorization", "")
-        if not auth.startswith("Bearer ") or (self.api_key is not None and auth != f"Bearer {self.api_key}"):
-            self._count("401")
-            return web.json_response({"error": {"message": "Incorrect API key provided.",
-                                                "type": "invalid_request_error", "param": None,
-                                                "code": "invalid_api_key"}}, status=401)
+        if auth.startswith("Bearer ") and (self.api_key is None or auth == f"Bearer {self.api_key}"):
+            return None
+        self._count("401")
+        return web.json_response({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                            "param": None, "code": "invalid_api_key"}}, status=401)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         body = await request.json()
         with self._lock:
             self.requests.append(body)
@@ -172,6 +178,9 @@ class FakeOpenAI:
         return response
 
     async def _models(self, request: web.Request) -> web.Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
     def start(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -77,12 +77,14 @@ def warm_start(
     lr: float = 3e-3,
     batch_size: int = 8,
     seed: int = 0,
+    on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """Supervised steps on (prompt messages, assistant reply) pairs, loss on the reply only.
 
     This is what makes a random model emit tool calls at all, so that RL starts from a policy that
     sometimes succeeds. Each example is rendered once per tool set in ``tool_sets`` (the tool
-    schemas shown in the system prompt). Returns the loss per step.
+    schemas shown in the system prompt). Returns the loss per step; ``on_step(step, loss)`` is
+    called after each one (steps count from 1), for a caller that reports progress.
     """
     import torch
 
@@ -116,6 +118,8 @@ def warm_start(
         optimizer.step()
         optimizer.zero_grad()
         losses.append(loss.item())
+        if on_step is not None:
+            on_step(len(losses), losses[-1])
     return losses
 
 
@@ -125,6 +129,7 @@ def tiny_agent(
     *,
     steps: int = 150,
     seed: int = 0,
+    on_step: Callable[[int, float], None] | None = None,
 ) -> tuple[Any, Any]:
     """A tiny model and tokenizer for an env, warm-started on ``examples`` so that it calls tools.
 
@@ -136,6 +141,7 @@ def tiny_agent(
     Args:
         source: The env (id, class or factory), for its tool schemas.
         examples: (prompt messages, assistant reply) pairs in chat-template form.
+        on_step: Called after each warm-start step with the step number and its loss.
     """
     from transformers.utils.chat_template_utils import get_json_schema, render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
@@ -157,5 +163,5 @@ def tiny_agent(
         corpus += rendered
     tokenizer = tiny_tokenizer(corpus * 20)
     model = tiny_model(tokenizer, seed=seed)
-    warm_start(model, tokenizer, examples, tool_sets=tool_sets, steps=steps, seed=seed)
+    warm_start(model, tokenizer, examples, tool_sets=tool_sets, steps=steps, seed=seed, on_step=on_step)
     return model, tokenizer

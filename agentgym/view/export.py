@@ -9,8 +9,9 @@ stay apart. ``success``, ``num_turns`` and the token and cost totals are derived
 convenience; reading back ignores them. :func:`to_rows` and :func:`from_row` are inverse:
 ``Trajectory`` → row → ``Trajectory`` gives an equal object, field by field.
 
-``sft_rows`` is a different, lossy view for training: OpenAI chat messages and the env's tool
-schemas, the format TRL's ``SFTTrainer`` reads (``messages`` plus a JSON ``tools`` column).
+``sft_rows`` is a different, lossy view for training: chat messages and the env's tools as function
+specs, the format TRL's ``SFTTrainer`` and transformers' chat templates read (``messages`` plus a
+``tools`` column; see :func:`sft_message`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.errors import DataError
-from agentgym.types import Message, Trajectory, iter_jsonl, write_jsonl
+from agentgym.types import Message, ToolCall, Trajectory, iter_jsonl, write_jsonl
 
 Format = Literal["datasets", "parquet", "jsonl"]
 DERIVED = ("success", "num_turns", "prompt_tokens", "completion_tokens", "cost_usd")
@@ -45,6 +46,7 @@ def features() -> Any:
         "reward": f64, "outcome_reward": f64, "reward_components": List({"name": string, "value": f64}),
         "final_answer": string, "attempts": List(f64), "usage_by_role": List({"role": string, **usage}),
         "failed_usage": usage, "outcome": string, "failure": string, "seconds": f64, "sandbox_seconds": f64,
+        "policy_seconds": f64,
         "info": string,
         "success": Value("bool"), "num_turns": i64, "prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64,
     })
@@ -79,7 +81,8 @@ def to_row(t: Trajectory) -> dict[str, Any]:
              for turn in d["turns"]]
     return {
         **{k: d[k] for k in ("task_id", "env", "policy", "seed", "reward", "outcome_reward", "outcome", "failure",
-                             "seconds", "sandbox_seconds", "final_answer", "attempts", "failed_usage")},
+                             "seconds", "sandbox_seconds", "policy_seconds", "final_answer", "attempts",
+                             "failed_usage")},
         "usage_by_role": [{"role": role, **u} for role, u in d["usage_by_role"].items()],
         "messages": [_message_row(m) for m in d["messages"]], "turns": turns,
         "reward_components": [{"name": k, "value": v} for k, v in d["reward_components"].items()],
@@ -172,17 +175,54 @@ def _save(dataset: Any, out: Path, to: Format) -> Path:
 
 
 # ---------------------------------------------------------------------- the SFT view
-def sft_message(m: Message) -> dict[str, Any]:
-    """A message in the chat-template shape TRL renders: text content, OpenAI tool calls.
+def sft_arguments(call: ToolCall) -> dict[str, Any] | str:
+    """A call's arguments as chat templates want them: a mapping, which each template prints its own way.
 
-    Every message has every key, so that a column of them has one Arrow type. Image parts are
-    dropped (a text-only model cannot read them); the arguments stay the model's JSON text, which
-    chat templates print as they are.
+    Templates that ``tojson`` the arguments (Qwen2.5, Llama 3.1) would print a JSON string a second
+    time, quoted and escaped; those that list them as parameters (Qwen3.5, LFM2.5) need the keys.
+    Arguments that are not a JSON object stay the model's text: there is no mapping to give, and a
+    template that prints strings as they are shows what the model wrote.
     """
-    return {"role": m.role, "content": m.text,
-            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                           for c in m.tool_calls],
-            "tool_call_id": m.tool_call_id, "name": m.name}
+    try:
+        parsed = json.loads(call.arguments)
+    except ValueError:
+        return call.arguments
+    return parsed if isinstance(parsed, dict) else call.arguments
+
+
+def sft_message(m: Message) -> dict[str, Any]:
+    """A message in the shape TRL and transformers' chat templates read.
+
+    ``role`` and ``content`` (text: image parts are dropped, a text-only model cannot read them) are
+    always there; ``tool_calls`` (OpenAI's ``{id, type, function: {name, arguments}}`` with the
+    arguments as a mapping), ``tool_call_id`` and ``name`` only when the message has them. Templates
+    test for a key, not for a value: Llama 3.1's treats a message with an empty ``tool_calls`` as a
+    tool call and fails. A tool's answer keeps role ``tool`` with the call's id (Mistral-style templates
+    match on it) and the tool's name (Gemma- and gpt-oss-style templates print it).
+    """
+    out: dict[str, Any] = {"role": m.role, "content": m.text}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.name, "arguments": sft_arguments(c)}} for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name is not None:
+        out["name"] = m.name
+    return out
+
+
+def sft_features() -> Any:
+    """Columns of an SFT export: each message and tool spec a JSON value, so keys stay as written.
+
+    As Arrow structs, a column of messages would give every message every key (``tool_calls: None``
+    on a user's) and every call's arguments every tool's parameters (``"answer": None`` beside
+    ``"code"``), which templates render or trip on. ``datasets.Json`` stores each one as JSON and
+    gives back exactly the dict that went in.
+    """
+    from datasets import Features, Json, List, Value
+
+    return Features({"messages": List(Json()), "tools": List(Json()), "task_id": Value("string"),
+                     "reward": Value("float64")})
 
 
 def env_tools(env_id: str) -> list[dict[str, Any]] | None:
@@ -198,18 +238,20 @@ def env_tools(env_id: str) -> list[dict[str, Any]] | None:
 
 
 def sft_rows(trajectories: Iterable[Trajectory], *, successful_only: bool = False) -> list[dict[str, Any]]:
-    """Rows for TRL's ``SFTTrainer``: ``messages`` (the whole conversation) and ``tools`` (JSON text).
+    """Rows for TRL's ``SFTTrainer``: ``messages`` (the whole conversation) and ``tools`` (function specs).
 
-    Episodes that ended in an error, a timeout or a cancellation are left out (their conversation
-    stops mid-way); with ``successful_only``, so is every episode that did not succeed.
+    ``tools`` is the env's tools as OpenAI function specs (``{"type": "function", "function": {name,
+    description, parameters}}``), what ``apply_chat_template(tools=...)`` takes; empty for an env not
+    registered here. Episodes that ended in an error, a timeout or a cancellation are left out (their
+    conversation stops mid-way); with ``successful_only``, so is every episode that did not succeed.
     """
-    tools: dict[str, str] = {}
+    tools: dict[str, list[dict[str, Any]]] = {}
     rows = []
     for t in trajectories:
         if t.outcome not in ("terminated", "truncated") or (successful_only and not t.success):
             continue
         if t.env not in tools:
-            tools[t.env] = json.dumps(env_tools(t.env))
+            tools[t.env] = env_tools(t.env) or []
         rows.append({"messages": [sft_message(m) for m in t.all_messages()], "tools": tools[t.env],
                      "task_id": t.task_id, "reward": t.reward})
     return rows
@@ -224,4 +266,4 @@ def write_sft(rows: list[dict[str, Any]], dest: str | Path, to: Format) -> Path:
         return out
     from datasets import Dataset
 
-    return _save(Dataset.from_list(rows), out, to)
+    return _save(Dataset.from_list(rows, features=sft_features()), out, to)

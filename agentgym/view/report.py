@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentgym.errors import reason_line
 from agentgym.types import Trajectory
 from agentgym.view import plots
 from agentgym.view.pairing import pairings
@@ -51,8 +52,9 @@ def judge_calls(trajectory: Trajectory) -> int:
 
 
 def failure_reason(trajectory: Trajectory) -> str | None:
-    """The failure's first line, cut to 120 characters: episodes that failed alike group together."""
-    return (trajectory.failure or "").splitlines()[0][:120] if trajectory.failure else None
+    """The failure as one short line that keeps its cause (:func:`~agentgym.errors.reason_line`):
+    episodes that failed alike group together."""
+    return reason_line(trajectory.failure) if trajectory.failure else None
 
 
 def _e(value: object) -> str:

@@ -89,19 +89,30 @@ async def test_retries_of_a_call_that_failed_are_counted(tmp_path):
     assert json.loads(out.with_suffix(".summary.json").read_text())["retries"] == 2
 
 
-def test_a_refused_key_stops_the_run_and_resume_finishes_it(tmp_path, capsys, monkeypatch):
+def test_a_refused_key_fails_before_the_first_episode(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run.jsonl"
     with FakeOpenAI(counter_model, api_key="sk-right") as server:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+        code, _, err = run_cli(capsys, *eval_args(server, out))
+        assert code == 2 and err.strip().splitlines() == [
+            f"agentgym: error: openai/fake-model: {server.base_url}/models refused the key "
+            "(HTTP 401: Incorrect API key provided.)"]
+        assert server.requests == [] and not out.exists()
+
+
+def test_a_key_refused_mid_run_stops_it_and_resume_finishes_it(tmp_path, capsys, monkeypatch):
+    """The key passed the check, then the provider refused it (revoked): the run stops at the first refusal."""
+    out = tmp_path / "run.jsonl"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeOpenAI(counter_model, faults=["401"]) as server:
         code, _, err = run_cli(capsys, *eval_args(server, out, "--concurrency", "1"))
         assert code == 1 and len(err.strip().splitlines()) == 1
         assert "AuthenticationError" in err and "rerun with --resume" in err
         # One call, not retried; the run stopped: an episode starting meanwhile was cancelled.
         outcomes = [t.outcome for t in read_jsonl(out)]
         assert outcomes[0] == "error" and set(outcomes[1:]) <= {"cancelled"} and len(outcomes) <= 2
-        assert list(server.served) == ["401"] and server.served["401"] <= len(outcomes)
+        assert list(server.served) == ["401"] and server.served["401"] == 1
 
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-right")
         code, _, err = run_cli(capsys, *eval_args(server, out, "--resume"))
     assert code == 0, err
     summary = json.loads(out.with_suffix(".summary.json").read_text())
@@ -115,6 +126,7 @@ def test_a_run_in_which_every_episode_errored_exits_1(tmp_path, capsys, monkeypa
         code, stdout, err = run_cli(capsys, *eval_args(server, out))
     assert code == 1
     assert server.served == {"400": 3}
-    assert "every episode failed: PolicyError: openai/fake-model:" in err and "BadRequestError" in err
+    assert "every episode failed: PolicyError: openai/fake-model:" in err
+    assert err.rstrip().endswith("maximum context length is 8192 tokens. (after 1 attempt(s))")  # the cause
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["outcomes"] == {"error": 3} and "error=3" in stdout

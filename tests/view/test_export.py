@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -40,7 +39,7 @@ def every_field() -> Trajectory:
         final_answer="def f():\n    return 1\n", attempts=[0.0, 1.0],
         usage_by_role={"user": Usage(prompt_tokens=9, completion_tokens=3, cost_usd=0.5, retries=1)},
         failed_usage=Usage(prompt_tokens=4, retries=3),
-        outcome="truncated", failure="line one\nline two", seconds=12.5, sandbox_seconds=3.25,
+        outcome="truncated", failure="line one\nline two", seconds=12.5, sandbox_seconds=3.25, policy_seconds=7.5,
         info={"tests": [{"name": "t1", "passed": True}], "judge": {"reasoning": "ok", "attempts": 2}},
     )
 
@@ -109,8 +108,8 @@ def test_sft_rows_select_and_shape(real_runs):
     assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool"]
     call = row["messages"][2]["tool_calls"][0]
     assert call["type"] == "function" and call["function"]["name"] == "python"
-    assert "def " in json.loads(call["function"]["arguments"])["code"]
-    assert [t["function"]["name"] for t in json.loads(row["tools"])] == ["python", "submit"]
+    assert "def " in call["function"]["arguments"]["code"]  # a mapping, as chat templates read it
+    assert [t["function"]["name"] for t in row["tools"]] == ["python", "submit"]
 
 
 def test_sft_view_trains_one_step_in_sfttrainer(real_runs, tmp_path):
@@ -132,7 +131,7 @@ def test_sft_view_trains_one_step_in_sfttrainer(real_runs, tmp_path):
     dataset = load_from_disk(str(out))
     assert len(dataset) == 5 and set(dataset.column_names) >= {"messages", "tools"}
     rendered, _ = render_jinja_template(conversations=[r["messages"] for r in dataset],
-                                        tools=json.loads(dataset[0]["tools"]), chat_template=qwen3_chat_template)
+                                        tools=dataset[0]["tools"], chat_template=qwen3_chat_template)
     assert "<tool_call>" in rendered[0] and '"name": "python"' in rendered[0]
     tokenizer = tiny_tokenizer(rendered * 4)
     model = tiny_model(tokenizer)
