@@ -1,12 +1,23 @@
 """Grade a SWE patch as SWE-bench does, in a fresh container the model never touched, and turn it into rewards.
 
-:func:`evaluate_patch` starts a new container of the task's image, applies the model's patch (each of
-swebench's ``GIT_APPLY_CMDS`` in turn: ``git apply``, ``--3way``, ``--reject``, then ``patch
---fuzz=5``, the tree reset between tries), puts every test file back to the base commit (the files
-the task's ``test_patch`` touches and those its test ids name, so edits the model made to tests do
-not count), applies ``test_patch``, runs the test command through
-:func:`~agentgym.envs.swe.testrun.run_tests` and grades the log with swebench's grading
-(:func:`~agentgym.envs.swe.grading.grade`). The container is destroyed whatever happens.
+:func:`evaluate_patch` starts a new container of the task's image and owns the test run there; what
+the model controls is its library code, nothing around it (docs/threat-model.md, "SWE env grades"):
+
+1. a patch naming a path in ``.git`` (or a link into it) is refused before any apply command
+   (:func:`~agentgym.envs.swe.protect.refusal`): 0, not applied;
+2. at the base commit, with ``test_patch`` applied, every file that is not library source
+   (:func:`~agentgym.envs.swe.protect.is_protected`: tests and their helpers, conftest files,
+   pytest's configuration, path hooks, package metadata) is archived, and the image's pytest
+   plugins are listed;
+3. the model's patch is applied with each of swebench's ``GIT_APPLY_CMDS`` in turn (``git apply``,
+   ``--3way``, ``--reject``, then ``patch --fuzz=5``, the tree reset between tries);
+4. the archive is put back and every other protected file deleted: edits to tests, their
+   configuration or Python's path hooks do not count; no git command runs in the tree after this;
+5. the tests run through :func:`~agentgym.envs.swe.guard.guarded_run` (a fixed environment, a
+   JUnit report cross-checked with the log, canary tests) and the log is graded with swebench's
+   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says.
+
+The container is destroyed whatever happens.
 
 :class:`SWEVerifier` is the env's verifier: one evaluation per episode, every reward option in its
 components, the one asked for as its value.
