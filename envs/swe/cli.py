@@ -19,6 +19,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "synthesize", help="inject bugs into a PyPI package, keep those its tests catch, write SWE-bench rows",
         description="Builds the package's sdist image (no registry), runs its tests, mutates its modules and "
                     "keeps mutants that fail some tests while the rest pass. Needs Docker.",
+        epilog=SYNTHESIZE_EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     syn.add_argument("--package", required=True, help="a PyPI name whose sdist ships its tests (toolz)")
     syn.add_argument("--version", help="the release (default: the newest)")
@@ -31,8 +32,22 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
                      help=f"comma-separated mutation operators (default all: {','.join(OPERATORS)})")
     syn.add_argument("--model", help="a litellm model string that writes the problem statements (default: a template)")
     syn.add_argument("--api-base", help="the model's endpoint (an OpenAI-compatible server)")
+    syn.add_argument("--test-requirement", action="append", default=[], metavar="REQ", dest="test_requirements",
+                     help="a requirement the package's tests need (hypothesis, a pytest plugin), installed in its "
+                          "image; repeatable. The sdist's own test, tests and testing extras are installed anyway")
     syn.add_argument("--quiet", action="store_true", help="no line per mutant")
     syn.set_defaults(func=_synthesize)
+
+
+NO_SUITE = 3
+"""Exit status when the package could not be downloaded or built, or its suite does not run (2 is a bad option)."""
+SYNTHESIZE_EXIT_STATUS = """\
+exit status:
+  0    every task asked for was written
+  1    fewer tasks than --count qualified (those that did are written)
+  2    a bad option: nothing was downloaded or built
+  3    the package could not be downloaded or its image built, or its test suite does not run there
+"""
 
 
 def _positive(text: str) -> int:
@@ -43,10 +58,17 @@ def _positive(text: str) -> int:
 
 
 def _synthesize(args: argparse.Namespace) -> int:
-    from agentgym.envs.swe.mutate import OPERATORS
-    from agentgym.envs.swe.synthesize import Stats, synthesize, write_tasks
-    from agentgym.errors import AgentgymError
+    from packaging.requirements import InvalidRequirement, Requirement
 
+    from agentgym.envs.swe.mutate import OPERATORS
+    from agentgym.envs.swe.synthesize import Stats, SynthesisError, synthesize, write_tasks
+    from agentgym.errors import AgentgymError, SandboxError
+
+    for requirement in args.test_requirements:
+        try:
+            Requirement(requirement)
+        except InvalidRequirement as e:
+            raise AgentgymError(f"--test-requirement {requirement!r}: {e}") from None
     unknown = set(args.operators) - set(OPERATORS)
     if unknown:
         raise AgentgymError(f"unknown operators {sorted(unknown)}; known: {', '.join(OPERATORS)}")
@@ -60,11 +82,15 @@ def _synthesize(args: argparse.Namespace) -> int:
     stats = Stats()
     started = time.monotonic()
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    rows = asyncio.run(synthesize(
-        args.package, version=args.version, count=args.count, seed=args.seed, jobs=args.jobs,
-        max_tries=args.max_tries, operators=args.operators, model=args.model, api_base=args.api_base,
-        stats=stats, progress=say,
-    ))
+    try:
+        rows = asyncio.run(synthesize(
+            args.package, version=args.version, count=args.count, seed=args.seed, jobs=args.jobs,
+            max_tries=args.max_tries, operators=args.operators, model=args.model, api_base=args.api_base,
+            test_requirements=args.test_requirements, stats=stats, progress=say,
+        ))
+    except (SandboxError, SynthesisError) as e:  # not a bad option: the package, its download or its suite
+        print(f"agentgym: error: {e}", file=sys.stderr)
+        return NO_SUITE
     write_tasks(rows, out)
     minutes = (time.monotonic() - started) / 60
     rejected = ", ".join(f"{n} {why}" for why, n in sorted(stats.rejected.items())) or "none"

@@ -80,6 +80,8 @@ class SWEEnv(Env):
         self.test_timeout = test_timeout
         self.image: str | None = None
         self.patch: str | None = None
+        self.patch_refused: str | None = None
+        """Why the episode's diff could not be taken (larger than the sandbox returns): graded as not applied."""
 
     def tasks(self) -> Sequence[Task]:
         return load_tasks(self.tasks_path) if self.tasks_path else []
@@ -103,6 +105,7 @@ class SWEEnv(Env):
     async def setup(self, task: Task) -> None:
         swe = SWETask.of(task)
         self.patch = None
+        self.patch_refused = None
         self.image = await asyncio.to_thread(image_for, swe)
         started = time.monotonic()
         self.sandbox, warm = await warm_sandboxes().take(self.image)
@@ -132,9 +135,13 @@ class SWEEnv(Env):
 
     async def final_state(self) -> str:
         """The patch (``submit``'s, or the repository's diff now if the episode ended without one); the
-        sandbox goes back before the verifier starts its own."""
+        sandbox goes back before the verifier starts its own. A diff too large to take is no error:
+        the patch is empty and :attr:`patch_refused` says why, which the verifier grades as 0."""
         if self.patch is None and self.sandbox is not None:
-            self.patch = await self._diff()
+            try:
+                self.patch = await self._diff()
+            except ToolError as e:  # a grade, not an error: the policy must not prefer this to a 0
+                self.patch, self.patch_refused = "", f"not applied: {e}"
         await self.release_sandbox()
         return self.patch or ""
 

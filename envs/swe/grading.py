@@ -13,6 +13,7 @@ gold diff are, per file, by ``difflib.SequenceMatcher``.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import tempfile
@@ -41,6 +42,8 @@ class Grade:
         pass_to_pass: The same for PASS_TO_PASS.
         reason: Why the patch is or is not resolved, in a line.
         log: The log that was graded.
+        tampered: The verifier caught the test run being tampered with (:mod:`~agentgym.envs.swe.guard`):
+            nothing in the log counts, and the grade is 0 whatever it says.
     """
 
     resolved: bool
@@ -50,6 +53,7 @@ class Grade:
     pass_to_pass: dict[str, list[str]] = field(default_factory=lambda: {"success": [], "failure": []})
     reason: str = ""
     log: str = ""
+    tampered: bool = False
 
     @property
     def tests_passed_fraction(self) -> float:
@@ -72,7 +76,7 @@ class Grade:
     def info(self) -> dict[str, Any]:
         """What a trajectory records: verdict, reason, per-test statuses (not the log)."""
         return {"resolved": self.resolved, "patch_applied": self.applied, "reason": self.reason,
-                "tests": dict(self.statuses)}
+                "tampered": self.tampered, "tests": dict(self.statuses)}
 
 
 def swebench_spec(task: SWETask) -> Any:
@@ -136,6 +140,22 @@ def grade(task: SWETask, log: str, *, applied: bool | None) -> Grade:
     statuses = {t: _status(t, status_map) for t in tests}
     return Grade(resolved=resolved, applied=applied, statuses=statuses, fail_to_pass=f2p, pass_to_pass=p2p,
                  reason=reason, log=log)
+
+
+def not_applied(task: SWETask, why: str) -> Grade:
+    """The grade of a patch the verifier did not apply (refused, or too large to take): 0, with ``why``."""
+    from swebench.harness.constants import APPLY_PATCH_FAIL
+
+    return dataclasses.replace(grade(task, f"{APPLY_PATCH_FAIL}:\n{why}\n", applied=False), reason=why)
+
+
+def tampered(graded: Grade, why: str) -> Grade:
+    """``graded`` turned into a 0: no test counts as passing, ``why`` is the reason."""
+    f2p = [*graded.fail_to_pass["success"], *graded.fail_to_pass["failure"]]
+    p2p = [*graded.pass_to_pass["success"], *graded.pass_to_pass["failure"]]
+    return dataclasses.replace(graded, resolved=False, reason=why, tampered=True,
+                               fail_to_pass={"success": [], "failure": f2p},
+                               pass_to_pass={"success": [], "failure": p2p})
 
 
 def _status(test: str, status_map: dict[str, str]) -> str:

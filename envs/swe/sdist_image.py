@@ -60,10 +60,31 @@ LABEL = "agentgym.sdist"
 """The image label holding :class:`SdistImage` as JSON."""
 COMMIT_DATE = "2000-01-01T00:00:00+0000"
 COMMIT_AUTHOR = ("agentgym", "agentgym@localhost")
+BASE_MESSAGE = "base"
+"""The message of a synthesized task's one commit: it names nothing of the bug or how it was made."""
+
+
+def root_commit_script() -> str:
+    """Shell that makes the work tree in the current folder the one commit of a new repository.
+
+    What a synthesized task's base is: no parent (the release it was made from), a neutral message,
+    the fixed author and date (so the hash depends on the tree alone, and the synthesizer and the
+    task's image make the same commit), no reflog, no object but the tree's, and every file's
+    modification time the commit's date (an edited file is not the newest). Prints nothing.
+    """
+    name, email = COMMIT_AUTHOR
+    return (
+        f"rm -rf .git && git init --quiet --initial-branch=main && git add --all --force && "
+        f"GIT_AUTHOR_DATE='{COMMIT_DATE}' GIT_COMMITTER_DATE='{COMMIT_DATE}' git -c user.name='{name}' "
+        f"-c user.email='{email}' commit --quiet --no-gpg-sign -m {BASE_MESSAGE} && rm -rf .git/logs && "
+        f"find . -path ./.git -prune -o -exec touch -h -d '{COMMIT_DATE}' {{}} +"
+    )
 BUILD_DIR = "/agentgym-build"
 BUILD_TIMEOUT = 600
 DOWNLOAD_TIMEOUT = 300
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+TEST_EXTRAS = ("test", "tests", "testing")
+"""Extras whose requirements an sdist's tests need (``pkg[tests]``): read from its ``PKG-INFO``, installed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +127,7 @@ class Sdist:
     path: Path
     sha256: str
     requires: tuple[str, ...]
+    test_requires: tuple[str, ...] = ()
 
 
 def cache_dir() -> Path:
@@ -116,7 +138,7 @@ def cache_dir() -> Path:
 
 def build_sdist_image(
     package: str, version: str | None = None, *, sha256: str | None = None,
-    test_requirements: tuple[str, ...] = TEST_REQUIREMENTS,
+    test_requirements: tuple[str, ...] = TEST_REQUIREMENTS, extra_requirements: tuple[str, ...] = (),
 ) -> str:
     """Build (once per machine) the image of ``package``'s sdist at ``version`` (newest when None).
 
@@ -129,6 +151,8 @@ def build_sdist_image(
         version: The exact version; the newest on PyPI when None.
         sha256: The sdist's expected sha256 (a task's ``source_archive``); a different file is an error.
         test_requirements: Pinned requirements for running the tests.
+        extra_requirements: More of them, for this package's tests (``hypothesis``, a pytest
+            plugin); the sdist's own test extras (:data:`TEST_EXTRAS`) are added without asking.
 
     Raises:
         SandboxError: The sdist or a wheel could not be downloaded, the sha256 differs, or the build failed.
@@ -137,7 +161,7 @@ def build_sdist_image(
     if sha256 is not None and sha256 != sdist.sha256:
         raise SandboxError(f"the sdist of {package} {sdist.version} has sha256 {sdist.sha256}, not {sha256}")
     base = builder.ensure(BASE_RECIPE)
-    requirements = (PIP_REQUIREMENT, *test_requirements, *sdist.requires)
+    requirements = (PIP_REQUIREMENT, *test_requirements, *sdist.requires, *sdist.test_requires, *extra_requirements)
     tag = sdist_tag(sdist, base, requirements)
     api = engine.client()
     with builder.build_lock(tag):
@@ -189,7 +213,9 @@ def fetch_sdist(package: str, version: str | None = None) -> Sdist:
     if not cached:
         spec = f"{package}=={version}" if version is not None else package
         with tempfile.TemporaryDirectory(prefix="agentgym-sdist-") as tmp:
-            _pip("download", "--no-deps", "--no-binary", ":all:", "--dest", tmp, spec)
+            # Only this package from its sdist: its build backend, which pip may need to read the
+            # metadata, comes as a wheel (a source build of it can take longer than the limit).
+            _pip("download", "--no-deps", "--no-binary", package, "--dest", tmp, spec)
             got = [p for p in Path(tmp).iterdir() if p.name.endswith(SDIST_SUFFIXES)]
             if len(got) != 1:
                 raise SandboxError(f"pip download {spec} gave {[p.name for p in got]}, not one sdist")
@@ -198,10 +224,10 @@ def fetch_sdist(package: str, version: str | None = None) -> Sdist:
             os.replace(got[0], target)
         cached = [target]
     path = cached[0]
-    found_version, requires = _pkg_info(path)
+    found_version, requires, test_requires = _pkg_info(path)
     return Sdist(
         package=package, version=found_version, path=path,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(), requires=requires,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(), requires=requires, test_requires=test_requires,
     )
 
 
@@ -211,8 +237,9 @@ def _sdists_in(folder: Path, version: str) -> list[Path]:
     return [p for p in folder.iterdir() if p.name.endswith(SDIST_SUFFIXES) and _pkg_info(p)[0] == version]
 
 
-def _pkg_info(path: Path) -> tuple[str, tuple[str, ...]]:
-    """Version and unconditional-or-matching ``Requires-Dist`` from the sdist's top ``PKG-INFO``."""
+def _pkg_info(path: Path) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Version, the ``Requires-Dist`` that hold with no extra, and those of its test extras
+    (:data:`TEST_EXTRAS`), from the sdist's top ``PKG-INFO``."""
     from email.parser import HeaderParser
 
     from packaging.requirements import Requirement
@@ -220,11 +247,15 @@ def _pkg_info(path: Path) -> tuple[str, tuple[str, ...]]:
     text = _read_member(path, "PKG-INFO")
     meta = HeaderParser().parsestr(text)
     requires: list[str] = []
+    test_requires: list[str] = []
     for line in meta.get_all("Requires-Dist") or []:
         req = Requirement(line)
         if req.marker is None or req.marker.evaluate({"extra": ""}):
             requires.append(str(req))
-    return str(meta["Version"]), tuple(requires)
+        elif any(req.marker.evaluate({"extra": extra}) for extra in TEST_EXTRAS):
+            req.marker = None
+            test_requires.append(str(req))
+    return str(meta["Version"]), tuple(requires), tuple(test_requires)
 
 
 def _read_member(path: Path, name: str) -> str:

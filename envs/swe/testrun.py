@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentgym.sandboxes.base import Sandbox
@@ -54,6 +54,8 @@ class SuiteResult:
         timed_out: The command ran past its timeout and was killed; ``statuses`` hold only the tests
             reported before that, which with ``-rA`` is usually none.
         command: The command that was run, test ids included.
+        tampered: Why the run cannot be trusted (set by the verifier's guarded run,
+            :mod:`~agentgym.envs.swe.guard`), or None.
     """
 
     statuses: dict[str, str]
@@ -61,6 +63,7 @@ class SuiteResult:
     exit_code: int
     timed_out: bool
     command: str = ""
+    tampered: str | None = None
     passed: frozenset[str] = field(init=False)
     failed: frozenset[str] = field(init=False)
 
@@ -120,6 +123,7 @@ async def run_tests(
     cwd: str = "/testbed",
     timeout: float = 600.0,
     parser: str = DEFAULT_PARSER,
+    env: Mapping[str, str] | None = None,
 ) -> SuiteResult:
     """Run ``test_cmd`` (narrowed to ``tests`` when given) in ``cwd`` and parse its log.
 
@@ -127,7 +131,8 @@ async def run_tests(
     ``results[0]``) would otherwise leave Python running the stale ``.pyc``.
     The command runs under the sandbox's ``timeout`` utility, so a suite that hangs is killed after
     ``timeout`` seconds and whatever it printed is still read; the sandbox call itself is allowed
-    :data:`EXEC_SLACK` more as a backstop.
+    :data:`EXEC_SLACK` more as a backstop. With ``env``, the command runs in that environment and
+    the sandbox's ``PATH`` alone (``env -i``), not the one it was given.
 
     Raises:
         SandboxError: The sandbox died or is closed.
@@ -136,8 +141,12 @@ async def run_tests(
     parse = log_parser(parser)
     command = test_command(test_cmd, tests)
     stem = f"/tmp/agentgym-tests-{uuid.uuid4().hex}"
+    if env is None:
+        runner = ""
+    else:
+        runner = "env -i PATH=\"$PATH\" " + "".join(f"{k}={shlex.quote(v)} " for k, v in env.items())
     script = (
-        f"( PYTHONDONTWRITEBYTECODE=1 timeout -k {KILL_GRACE:g} {timeout:g} sh -c {shlex.quote(command)};"
+        f"( PYTHONDONTWRITEBYTECODE=1 timeout -k {KILL_GRACE:g} {timeout:g} {runner}sh -c {shlex.quote(command)};"
         f" echo $? > {stem}.exit ) 2>&1"
         f" | tail -c {LOG_BYTES} > {stem}.log"
     )

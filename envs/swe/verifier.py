@@ -1,12 +1,23 @@
 """Grade a SWE patch as SWE-bench does, in a fresh container the model never touched, and turn it into rewards.
 
-:func:`evaluate_patch` starts a new container of the task's image, applies the model's patch (each of
-swebench's ``GIT_APPLY_CMDS`` in turn: ``git apply``, ``--3way``, ``--reject``, then ``patch
---fuzz=5``, the tree reset between tries), puts every test file back to the base commit (the files
-the task's ``test_patch`` touches and those its test ids name, so edits the model made to tests do
-not count), applies ``test_patch``, runs the test command through
-:func:`~agentgym.envs.swe.testrun.run_tests` and grades the log with swebench's grading
-(:func:`~agentgym.envs.swe.grading.grade`). The container is destroyed whatever happens.
+:func:`evaluate_patch` starts a new container of the task's image and owns the test run there; what
+the model controls is its library code, nothing around it (docs/threat-model.md, "SWE env grades"):
+
+1. a patch naming a path in ``.git`` (or a link into it) is refused before any apply command
+   (:func:`~agentgym.envs.swe.protect.refusal`): 0, not applied;
+2. at the base commit, with ``test_patch`` applied, every file that is not library source
+   (:func:`~agentgym.envs.swe.protect.is_protected`: tests and their helpers, conftest files,
+   pytest's configuration, path hooks, package metadata) is archived, and the image's pytest
+   plugins are listed;
+3. the model's patch is applied with each of swebench's ``GIT_APPLY_CMDS`` in turn (``git apply``,
+   ``--3way``, ``--reject``, then ``patch --fuzz=5``, the tree reset between tries);
+4. the archive is put back and every other protected file deleted: edits to tests, their
+   configuration or Python's path hooks do not count; no git command runs in the tree after this;
+5. the tests run through :func:`~agentgym.envs.swe.guard.guarded_run` (a fixed environment, a
+   JUnit report cross-checked with the log, canary tests) and the log is graded with swebench's
+   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says.
+
+The container is destroyed whatever happens.
 
 :class:`SWEVerifier` is the env's verifier: one evaluation per episode, every reward option in its
 components, the one asked for as its value.
@@ -15,6 +26,7 @@ components, the one asked for as its value.
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 import time
 from typing import TYPE_CHECKING, Literal, cast
@@ -24,8 +36,8 @@ from agentgym.rewards import Episode
 from agentgym.sandboxes.sandbox import AgentSandbox
 from agentgym.types import Reward
 
-from . import testrun
-from .grading import Grade, grade, parser_name, patch_similarity
+from . import guard, protect, testrun
+from .grading import Grade, grade, not_applied, parser_name, patch_similarity, tampered
 from .tasks import REPO_DIR, SWETask
 from .warm import GIT, LIMITS, start_fresh
 
@@ -75,9 +87,23 @@ async def evaluate_patch(task: SWETask, patch: str, *, image: str, timeout: floa
 async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: float) -> Grade:
     from swebench.harness.constants import APPLY_PATCH_FAIL, APPLY_PATCH_PASS, TESTS_TIMEOUT
 
+    why = protect.refusal(patch)
+    if why is not None:
+        return not_applied(task, why)
     base = shlex.quote(task.base_commit)
-    await _sh(sandbox, f"{GIT} -c advice.detachedHead=false checkout -q -f {base} && {GIT} clean -qfd",
-              f"checking out the base commit {task.base_commit}")
+    stage = f"/tmp/agentgym-verifier-{secrets.token_hex(8)}"
+    reset = f"{GIT} -c advice.detachedHead=false checkout -q -f {base} && {GIT} clean -qfd"
+    await _sh(sandbox, f"mkdir -p {stage}/home && {reset}", f"checking out the base commit {task.base_commit}")
+    plugins = await guard.image_plugins(sandbox, REPO_DIR)  # the image's, before any patch
+    if task.test_patch.strip():
+        await sandbox.write_file(TEST_PATCH, task.test_patch)
+        done = await sandbox.exec(f"{GIT} apply -v {TEST_PATCH}", cwd=REPO_DIR, timeout=LIMITS.exec_timeout)
+        if done.exit_code != 0:
+            raise SandboxError(f"task {task.instance_id}: its test_patch does not apply at the base: "
+                               f"{done.output[-800:]}")
+    kept = await _keep_protected(sandbox, task, stage)
+    if task.test_patch.strip():
+        await _sh(sandbox, reset, "resetting to the base commit")
     applied: bool | None = None
     log = []
     if patch.strip():
@@ -85,28 +111,55 @@ async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: f
         if not applied:
             return grade(task, f"{APPLY_PATCH_FAIL}:\n{output}\n", applied=False)
         log.append(f"{APPLY_PATCH_PASS}:\n{output}")
-    files = graded_test_files(task)
-    if files:
-        quoted = " ".join(shlex.quote(f) for f in files)
-        # Every test file back to the base (or gone, if the base has none): the model's edits do not count.
-        await _sh(sandbox, f"for f in {quoted}; do if {GIT} cat-file -e {base}:\"$f\" 2>/dev/null; "
-                  f"then {GIT} checkout -q {base} -- \"$f\"; else rm -rf -- \"$f\"; fi; done",
-                  "restoring the test files")
-    if task.test_patch.strip():
-        await sandbox.write_file(TEST_PATCH, task.test_patch)
-        done = await sandbox.exec(f"{GIT} apply -v {TEST_PATCH}", cwd=REPO_DIR, timeout=LIMITS.exec_timeout)
-        if done.exit_code != 0:
-            raise SandboxError(f"task {task.instance_id}: its test_patch does not apply at the base: "
-                               f"{done.output[-800:]}")
+    await _restore_protected(sandbox, task, stage, kept)
     if task.eval_script:
         await sandbox.write_file(EVAL_SCRIPT, task.eval_script)
         result = await testrun.run_tests(sandbox, f"bash {EVAL_SCRIPT}", timeout=timeout, parser=parser_name(task))
         test_log = result.log + (f"\n{TESTS_TIMEOUT}\n" if result.timed_out else "")
     else:
-        result = await testrun.run_tests(sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD,
-                                         tests=graded_test_files(task), timeout=timeout, parser=parser_name(task))
+        result = await guard.guarded_run(
+            sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD, graded_test_files(task),
+            graded=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], cwd=REPO_DIR, stage=stage, plugins=plugins,
+            timeout=timeout, parser=parser_name(task))
         test_log = result.swebench_log
-    return grade(task, "\n".join([*log, test_log]), applied=applied)
+    graded = grade(task, "\n".join([*log, test_log]), applied=applied)
+    return tampered(graded, result.tampered) if result.tampered else graded
+
+
+async def _keep_protected(sandbox: AgentSandbox, task: SWETask, stage: str) -> set[str]:
+    """Archive the base's protected files (:mod:`~agentgym.envs.swe.protect`, the test patch's and the
+    graded tests' files among them) in ``stage``, before the model's patch; the set archived."""
+    listing = await _listing(sandbox, stage)
+    present = {path for kind, path in listing if kind in ("f", "l")}
+    named = set(graded_test_files(task))
+    kept = {p for p in present if (protect.is_protected(p) and not _bytecode(p)) or p in named}
+    await sandbox.write_file(f"{stage}/keep", "".join(f"{p}\0" for p in sorted(kept)))
+    await _sh(sandbox, f"tar -cf {stage}/protected.tar --null --no-recursion -T {stage}/keep",
+              "archiving the test files")
+    return kept
+
+
+async def _restore_protected(sandbox: AgentSandbox, task: SWETask, stage: str, kept: set[str]) -> None:
+    """Put the archived files back over the patched tree and remove every other protected file, so the
+    test run reads the base's tests, configuration and path hooks whatever the patch did."""
+    listing = await _listing(sandbox, stage)
+    remove = protect.to_remove(listing, kept)
+    named = set(graded_test_files(task)) - kept  # graded files the base lacks (the test patch adds none)
+    remove += [path for _, path in listing if path in named]
+    await sandbox.write_file(f"{stage}/remove", "".join(f"{p}\0" for p in remove))
+    await _sh(sandbox, f"xargs -0 -r rm -rf -- < {stage}/remove && tar -xf {stage}/protected.tar",
+              "restoring the test files")
+
+
+async def _listing(sandbox: AgentSandbox, stage: str) -> list[tuple[str, str]]:
+    """``(type, path)`` of every entry of the work tree outside ``.git`` (``find``'s ``%y``)."""
+    await _sh(sandbox, f"find . -path ./.git -prune -o -printf '%y %P\\0' > {stage}/listing", "listing the tree")
+    raw = (await sandbox.read_file(f"{stage}/listing")).decode("utf-8", errors="surrogateescape")
+    return [(entry[0], entry[2:]) for entry in raw.split("\0") if len(entry) > 2]
+
+
+def _bytecode(path: str) -> bool:
+    return "__pycache__/" in f"/{path}" or path.endswith((".pyc", ".pyo"))
 
 
 async def _apply(sandbox: AgentSandbox, patch: str) -> tuple[bool, str]:
@@ -161,13 +214,14 @@ class SWEVerifier:
         task = SWETask.of(episode.task)
         patch = episode.state if isinstance(episode.state, str) else episode.final_answer or ""
         started = time.monotonic()
-        result = await env.evaluate(task, patch)
+        refused = getattr(env, "patch_refused", None)
+        result = not_applied(task, refused) if refused else await env.evaluate(task, patch)
         return to_reward(result, task, patch, self.reward, seconds=time.monotonic() - started)
 
 
 def to_reward(result: Grade, task: SWETask, patch: str, kind: RewardKind, *, seconds: float = 0.0) -> Reward:
     """The reward of kind ``kind`` for a graded patch, with every kind in the components."""
-    similarity = patch_similarity(patch, task.patch) if result.applied is not False else -1.0
+    similarity = patch_similarity(patch, task.patch) if result.applied is not False and not result.tampered else -1.0
     gated = result.fail_to_pass_fraction if result.applied and result.nothing_broke else 0.0
     components = {
         "resolved": float(result.resolved),

@@ -11,26 +11,37 @@ pool would destroy it. Instead, when an episode ends its sandbox is reset here, 
    untracked and ignored file that was not there when the container was fresh (git runs with no
    global config, hooks or fsmonitor, so nothing the model set up for git runs);
 4. ``git status --ignored`` is what it was at start, and ``HEAD`` is the base commit;
-5. ``docker diff`` of the container shows nothing outside what it showed at start, the work tree
-   under ``/testbed``, and git's index, ``ORIG_HEAD`` and reflogs: a change anywhere else (``.git/config``,
+5. what ``git reset`` does not put back is put back from the fresh record
+   (:mod:`~agentgym.envs.swe.reset_inside`): git's index, ``ORIG_HEAD`` and every reflog under
+   ``.git/logs`` (bytes and times), every tracked file's access and modification times; every SysV
+   IPC object is removed (the sandbox wipe's own ``remove_ipc``); and every entry under an ignored
+   folder that was there at start has its type, size, mode and times, change time included (which
+   no process can set back), as at start;
+6. ``docker diff`` of the container, taken once the reset's git commands are done (while they run,
+   git's lock files would show), shows nothing outside what it showed at start, the work tree under
+   ``/testbed``, and git's index, ``ORIG_HEAD`` and reflogs: a change anywhere else (``.git/config``,
    hooks, objects, ``/var/tmp``, ``/etc``) means the sandbox is destroyed, not reused;
-6. still no process of the code's user.
+7. still no process of the code's user.
 
-What a fresh container looked like (steps 3 to 5) is recorded when it starts, before any model acts.
+What a fresh container looked like (steps 3 to 6) is recorded when it starts, before any model acts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import secrets
 import shlex
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from agentgym.errors import EnvError, SandboxError
 from agentgym.sandboxes import Limits, engine, runtime
 from agentgym.sandboxes.pool import start
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.sandbox import AgentSandbox, agent_source
 
 from .tasks import REPO_DIR
 
@@ -42,10 +53,13 @@ GIT = "env GIT_CONFIG_GLOBAL=/dev/null git -c core.hooksPath=/dev/null -c core.f
 """git as the reset and the submission run it: no global config (``$HOME`` is the model's), no hook, no
 fsmonitor: nothing the model could have set up runs (a repository config it changed is caught by the
 ``docker diff`` check, and the sandbox is destroyed)."""
+_STATUS = f"env GIT_OPTIONAL_LOCKS=0 {GIT.removeprefix('env ')} status"
+"""``git status`` that writes nothing (no index refresh): the index the reset put back stays as it is."""
 SCRATCH = ("/tmp", "/work", "/dev/shm")
 MAX_IDLE = 8  # reset sandboxes kept per image
 RESET_TIMEOUT = 60.0
 _GIT_OWN = ("/index", "/ORIG_HEAD", "/logs")  # what our own reset and `git status` write under .git
+_INSIDE_SOURCE = (Path(__file__).parent / "reset_inside.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,8 @@ class Fresh:
     status: str  # git status --porcelain --ignored
     scratch: str  # listing of the scratch directories
     diff: frozenset[str]  # docker diff paths
+    record: str  # reset_inside's record (JSON): git's own files, tracked files' times, ignored paths' state
+    ignored: list[list[Any]]  # the ignored paths' state, from the record
 
 
 async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
@@ -74,9 +90,37 @@ async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
 
 async def snapshot(sandbox: AgentSandbox) -> Fresh:
     """What a fresh sandbox looks like, before anyone touched it: what a reset must give back."""
-    status = await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status")
+    status = await _run(sandbox, f"{_STATUS} --porcelain --ignored", "git status")
+    ignored = [line[3:] for line in status.splitlines() if line.startswith("!! ")]
+    record = await _inside(sandbox, "record", json.dumps(ignored))
     scratch = await _run(sandbox, _LIST_SCRATCH, "listing scratch directories")
-    return Fresh(status=status, scratch=scratch, diff=frozenset(await asyncio.to_thread(_docker_diff, sandbox.id)))
+    return Fresh(status=status, scratch=scratch, diff=frozenset(await asyncio.to_thread(_docker_diff, sandbox.id)),
+                 record=record, ignored=json.loads(record)["ignored"])
+
+
+async def _inside(sandbox: AgentSandbox, command: str, *args: str, record: str | None = None) -> str:
+    """Run :mod:`~agentgym.envs.swe.reset_inside` ``command`` in the sandbox; what it wrote (JSON).
+
+    Its files go to a folder of their own in ``/tmp``, written anew each time (the model could have
+    changed any it found) and removed after; Python runs isolated (``-I -S``: no site, no user site,
+    no ``PYTHON*`` variables), so nothing the model left on a path is imported.
+    """
+    folder = f"/tmp/agentgym-reset-{secrets.token_hex(8)}"
+    await sandbox.write_file(f"{folder}/reset_inside.py", _INSIDE_SOURCE)
+    extra = list(args)
+    if record is not None:
+        await sandbox.write_file(f"{folder}/record.json", record)
+        await sandbox.write_file(f"{folder}/agent.py", agent_source())
+        extra = [f"{folder}/record.json", f"{folder}/out.json", f"{folder}/agent.py"]
+    else:
+        extra = [f"{folder}/out.json", *extra]
+    quoted = " ".join(shlex.quote(a) for a in extra)
+    try:
+        await _run(sandbox, f"python3 -I -S {folder}/reset_inside.py {command} {REPO_DIR} {quoted}",
+                   f"reset_inside {command}", cwd="/")
+        return (await sandbox.read_file(f"{folder}/out.json")).decode()
+    finally:
+        await sandbox.exec(f"rm -rf {folder}", cwd="/", timeout=RESET_TIMEOUT)
 
 
 _LIST_SCRATCH = "find " + " ".join(SCRATCH) + " -mindepth 1 2>/dev/null | sort"
@@ -109,34 +153,34 @@ async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -
         left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
         if left:
             return f"processes survived the kill: {left[:5]}"
-        # Nothing of the model's runs now, and the reset below writes under /testbed and the scratch
-        # tmpfs only (which docker diff does not list): the diff can be taken while it runs.
-        diffing = asyncio.ensure_future(asyncio.to_thread(_docker_diff, sandbox.id))
-        try:
-            return await _reset_and_check(sandbox, fresh, base_commit, diffing)
-        finally:
-            diffing.cancel()
-    except (SandboxError, OSError) as e:
+        return await _reset_and_check(sandbox, fresh, base_commit)
+    except (SandboxError, OSError, ValueError) as e:
         return f"the reset failed: {e}"
 
 
-async def _reset_and_check(
-    sandbox: AgentSandbox, fresh: Fresh, base_commit: str, diffing: asyncio.Future[list[str]]
-) -> str | None:
+async def _reset_and_check(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
     await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
                        cwd="/", timeout=RESET_TIMEOUT)
     if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
         return "files left in /tmp, /work or /dev/shm"
     kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
     keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
-    await _run(sandbox, f"{GIT} reset -q --hard {shlex.quote(base_commit)} && {GIT} clean -qffdx {keep}",
-               "git reset")
-    if await _run(sandbox, f"{GIT} status --porcelain --ignored", "git status") != fresh.status:
+    await _run(sandbox, f"{GIT} -c core.logAllRefUpdates=false reset -q --hard {shlex.quote(base_commit)} "
+                        f"&& {GIT} clean -qffdx {keep}", "git reset")
+    if await _run(sandbox, f"{_STATUS} --porcelain --ignored", "git status") != fresh.status:
         return "the repository differs from its fresh state after the reset"
     head = (await _run(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
     if head != base_commit and not head.startswith(base_commit):
         return f"HEAD is {head}, not the base commit {base_commit}"
-    changed = [p for p in await diffing if p not in fresh.diff and not _expected(p)]
+    after = json.loads(await _inside(sandbox, "restore", record=fresh.record))
+    if after["ipc"]:
+        return after["ipc"]
+    if after["ignored"] != fresh.ignored:
+        changed_ignored = sorted({e[0] for e in after["ignored"]} ^ {e[0] for e in fresh.ignored}
+                                 | {a[0] for a, b in zip(after["ignored"], fresh.ignored, strict=False) if a != b})
+        return f"an ignored path that was there at start changed: {changed_ignored[:5]}"
+    # Only now, with every git command of the reset done: a lock file git holds would show in it.
+    changed = [p for p in await asyncio.to_thread(_docker_diff, sandbox.id) if p not in fresh.diff and not _expected(p)]
     if changed:
         return f"docker diff shows changes outside the work tree: {changed[:5]}"
     left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()

@@ -1,4 +1,4 @@
-"""The tiny repository's image and its base commit, built once per session."""
+"""The tiny repositories' images and their base commits, built once per session."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ from tests.conftest import docker_or_skip
 from . import repo
 
 
-@pytest.fixture(scope="session")
-def base_commit() -> str:
-    """The base commit of the tiny repository, read from its image (built on first use)."""
+def head_of(layout: str) -> str:
+    """The base commit of the tiny repository of ``layout``, read from its image (built on first use)."""
     docker_or_skip()
     from agentgym.envs.swe.images import image_for
     from agentgym.envs.swe.tasks import SWETask
     from agentgym.envs.swe.warm import GIT, start_fresh
 
-    image = image_for(SWETask.model_validate(repo.task_row("0" * 40)))
+    image = image_for(SWETask.model_validate(repo.task_row("0" * 40, layout=layout)))
 
     async def head() -> str:
         sandbox = await start_fresh(image)
@@ -29,3 +28,15 @@ def base_commit() -> str:
             await sandbox.destroy()
 
     return asyncio.run(head())
+
+
+@pytest.fixture(scope="session")
+def base_commit() -> str:
+    """The base commit of the flat tiny repository."""
+    return head_of("flat")
+
+
+@pytest.fixture(scope="session")
+def src_base_commit() -> str:
+    """The base commit of the ``src/`` tiny repository."""
+    return head_of("src")

@@ -24,9 +24,9 @@ from agentgym.sandboxes import Limits, engine
 from agentgym.types import Message
 
 from . import repo
-from .fixtures import base_commit  # noqa: F401  (the session fixture)
+from .fixtures import base_commit, src_base_commit  # noqa: F401  (the session fixtures)
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 class Script:
@@ -223,6 +223,53 @@ def test_warm_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -
     assert not containers_of(task)
 
 
+SHM = "import ctypes; c = ctypes.CDLL(None); print(c.shmget(4242, 4096, 0o1600), c.msgget(4243, 0o1600), " \
+      "c.semget(4244, 1, 0o1600))"
+CHANNELS = {
+    "reflogs": ("echo leaked-reflog >> .git/logs/HEAD; mkdir -p .git/logs/refs/x && echo leaked-reflog > "
+                ".git/logs/refs/x/y", "cat .git/logs/HEAD; ls -R .git/logs"),
+    "SysV IPC": (f'python3 -c "{SHM}"', "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem"),
+    "tracked files' times": ("touch -d '2001-02-03 04:05:06' src/calc/__init__.py tests/helpers.py src",
+                             "ls -la --time-style=full-iso src src/calc tests"),
+    "ignored folder from the start": ("echo leaked-ignored > build/cache.txt; echo leaked-ignored > build/new.txt",
+                                      "ls -la build; cat build/*"),
+}
+"""Channel -> (what an episode leaves there, what the next looks at): nothing of the first may show."""
+TRACES = ("leaked-reflog", "refs/x", " 4242 ", " 4243 ", " 4244 ", "2001-02-03", "leaked-ignored", "new.txt")
+
+
+def test_warm_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None:  # noqa: F811
+    task = SWETask.model_validate(repo.task_row(src_base_commit, layout="src")).to_task()
+
+    async def main():
+        out = {}
+        try:
+            async with SWEEnv() as env:
+                for name, (leave, look) in CHANNELS.items():
+                    await env.reset(task)
+                    planted = await env.bash(leave)
+                    await env.release_sandbox()
+                    discarded = env.trajectory.info.get("sandbox_discarded")
+                    await env.reset(task)
+                    seen = await env.bash(look)
+                    out[name] = (planted, discarded, env.trajectory.info["sandbox_reused"], seen)
+                    await env.release_sandbox()
+        finally:
+            await warm_sandboxes().shutdown()
+        return out
+
+    out = asyncio.run(main())
+    for name, (planted, discarded, reused, seen) in out.items():
+        assert planted.startswith("exit code 0"), (name, planted)
+        assert not [t for t in TRACES if t in seen], (name, seen)
+        if name == "ignored folder from the start":  # cannot be put back: the container is not reused
+            assert discarded.startswith("an ignored path that was there at start changed") and not reused
+        else:  # put back: the container is reused
+            assert discarded is None and reused, (name, discarded)
+    assert "-1" not in out["SysV IPC"][0].split("\n", 1)[1]  # the three objects were made
+    assert not containers_of(task)
+
+
 def test_docker_only_is_said_clearly() -> None:
     with pytest.raises(EnvError, match="Docker only"):
         SWEEnv(sandbox_backend="local")
@@ -317,3 +364,21 @@ def test_eval_cli_hosted_model(task, tmp_path) -> None:
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["successes"] == 1 and summary["prompt_tokens"] > 0
     assert not containers_of(task)
+
+
+def test_a_diff_over_the_size_limit_at_the_end_is_graded_not_applied(task) -> None:
+    """An episode that ends (out of turns) with a diff larger than the sandbox returns: a 0 with the
+    reason, never an error (which TRL would leave out of the advantage, so a failing policy would prefer it)."""
+    big = Script(("bash", {"command": "python3 -c \"print('x = 1  # padding' * 200000)\" > calc/big.py"}))
+
+    async def main():
+        try:
+            return await play(big, task, max_turns=1)
+        finally:
+            await warm_sandboxes().shutdown()
+
+    trajectory = asyncio.run(main())
+    assert trajectory.outcome == "truncated" and trajectory.failure is None, trajectory.failure
+    assert trajectory.reward == 0.0 and trajectory.info["swe"]["patch_applied"] is False
+    assert trajectory.info["swe"]["reason"].startswith("not applied: the patch is larger than the sandbox returns")
+    assert trajectory.reward_components["patch_similarity"] == -1

@@ -1,0 +1,169 @@
+"""The verifier's own test run: a fixed environment, a report stdout cannot forge, and canary tests.
+
+The model's library code runs inside the test process, so it could rewrite results there or print
+lines shaped like them. :func:`guarded_run` makes that visible instead of trusting the log alone:
+
+- the command runs under ``env -i`` with a fixed environment (no ``PYTEST_ADDOPTS``, no
+  ``PYTHONPATH`` or ``PYTHONSTARTUP`` but what the task's own command sets, no user site folder),
+  pytest's plugin autoload off and the plugins the image installed (listed by :func:`image_plugins`
+  before the patch was applied) loaded by name, no cache provider;
+- pytest's own JUnit XML report goes to a file of a random name: printed lines do not write it, and
+  a process that ends itself early leaves none. Every test the log says passed must have passed there too;
+- two canary tests of random names, written by the verifier beside the graded tests: one must pass
+  (it compares a hash with the value computed on this host), one must fail. A hook that turns
+  failures into passes, or stops tests from running, gets one of them wrong;
+- SWE-bench's log markers in the test output mean the output was forged.
+
+Any of these gives a :class:`SuiteResult` with ``tampered`` set to the reason; the grade is then 0.
+What it cannot see is code that changes exactly the graded tests' results and nothing else, in the
+log and in the report alike (docs/threat-model.md, "Not defended").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import secrets
+import shlex
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
+
+from agentgym.sandboxes.base import Sandbox
+
+from . import testrun
+from .testrun import ERROR, FAILED, PASSED, SKIPPED, XFAIL, SuiteResult
+
+REPORT_BYTES = 64 << 20
+"""A JUnit report larger than this is not read (and counts as none)."""
+TAMPERED = "the test run was tampered with"
+_PLUGINS_SCRIPT = (
+    "import importlib.metadata as m, json; "
+    "print(json.dumps(sorted({e.value.split(':')[0] for e in m.entry_points(group='pytest11')})))"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Canaries:
+    """Two tests the verifier writes: ``passing`` must pass, ``failing`` must fail."""
+
+    path: str
+    passing: str
+    failing: str
+    source: str
+
+
+def make_canaries(folder: str) -> Canaries:
+    """Canary tests of random names in a new module of ``folder`` (relative to the repository)."""
+    name = f"test_{secrets.token_hex(8)}.py"
+    path = f"{folder}/{name}" if folder else name
+    good, bad = f"test_{secrets.token_hex(8)}", f"test_{secrets.token_hex(8)}"
+    nonce, other = secrets.token_hex(16), secrets.token_hex(16)
+    digest = hashlib.sha256(nonce.encode()).hexdigest()
+    wrong = hashlib.sha256(other.encode()).hexdigest()
+    source = (
+        "import hashlib\n\n\n"
+        f"def {good}():\n    assert hashlib.sha256(b'{nonce}').hexdigest() == '{digest}'\n\n\n"
+        f"def {bad}():\n    assert hashlib.sha256(b'{nonce}').hexdigest() == '{wrong}'\n"
+    )
+    return Canaries(path=path, passing=f"{path}::{good}", failing=f"{path}::{bad}", source=source)
+
+
+async def image_plugins(sandbox: Sandbox, cwd: str) -> list[str]:
+    """The modules of the pytest plugins the image declares (``pytest11`` entry points), read
+    before the model's patch is applied; [] when the image's Python cannot say."""
+    done = await sandbox.exec(f"python3 -I -c {shlex.quote(_PLUGINS_SCRIPT)}", cwd=cwd, timeout=60)
+    try:
+        modules = json.loads(done.stdout.strip().splitlines()[-1]) if done.exit_code == 0 else []
+    except (ValueError, IndexError):
+        return []
+    return [m for m in modules if isinstance(m, str) and m.replace(".", "").replace("_", "").isalnum()]
+
+
+def environment(home: str) -> dict[str, str]:
+    """The test run's environment on top of the sandbox's ``PATH``: nothing the model set."""
+    return {"HOME": home, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+async def guarded_run(
+    sandbox: Sandbox, test_cmd: str, tests: Sequence[str], *, graded: Sequence[str], cwd: str, stage: str,
+    plugins: Sequence[str], timeout: float, parser: str,
+) -> SuiteResult:
+    """Run ``tests`` (files or ids) with ``test_cmd`` as the verifier owns it (see the module docstring).
+
+    ``graded`` are the test ids the grade reads, each checked against the report; ``stage`` is a
+    folder of the verifier's in the sandbox; the canaries go beside the first test.
+    """
+    folder = tests[0].split("::", 1)[0].rpartition("/")[0] if tests else ""
+    canaries = make_canaries(folder)
+    await sandbox.write_file(f"{cwd}/{canaries.path}", canaries.source)
+    report = f"{stage}/{secrets.token_hex(12)}.xml"
+    options = ["-p", "no:cacheprovider", f"--junitxml={report}", "-o", "junit_family=xunit1",
+               *(a for module in plugins for a in ("-p", module))]
+    command = " ".join([test_cmd, *(shlex.quote(o) for o in options)])
+    result = await testrun.run_tests(
+        sandbox, command, tests=[*tests, canaries.passing, canaries.failing], cwd=cwd, timeout=timeout,
+        parser=parser, env=environment(f"{stage}/home"),
+    )
+    try:
+        raw = await sandbox.read_file(report)
+    except FileNotFoundError:
+        raw = b""
+    why = tampering(result, raw, graded, canaries)
+    return dataclasses.replace(result, tampered=why)
+
+
+def tampering(result: SuiteResult, report: bytes, graded: Sequence[str], canaries: Canaries) -> str | None:
+    """Why ``result`` cannot be trusted, or None: see the module docstring."""
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE
+
+    forged = [m for m in (START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE) if m in result.log]
+    if forged:
+        return f"{TAMPERED}: the test output holds SWE-bench's log marker {forged[0]!r}"
+    if result.timed_out:
+        return None  # graded as a timeout, which is 0 already; a killed run writes no report
+    if not report or len(report) > REPORT_BYTES:
+        return f"{TAMPERED}: it ended without writing its report (the process was ended early)"
+    try:
+        outcomes = junit_outcomes(report)
+    except ElementTree.ParseError as e:
+        return f"{TAMPERED}: its report is not JUnit XML ({e})"
+    for test, expected, what in ((canaries.passing, PASSED, "pass"), (canaries.failing, FAILED, "fail")):
+        if result.statuses.get(test) != expected or outcomes.get(report_key(test)) != expected:
+            return f"{TAMPERED}: a test the verifier wrote to {what} did not {what}"
+    for test in graded:
+        reported = outcomes.get(report_key(test), "nothing")
+        if result.statuses.get(test) in (PASSED, XFAIL) and reported not in (PASSED, XFAIL):
+            return f"{TAMPERED}: the log says {test} passed, the run's report says {reported}"
+    return None
+
+
+def report_key(test: str) -> tuple[str, str]:
+    """Where pytest's JUnit report puts test id ``test``: its ``(classname, name)`` (pytest's
+    ``mangle_test_address``: the path dotted without ``.py``, then the classes; the name with its parameters)."""
+    path, bracket, params = test.partition("[")
+    names = path.split("::")
+    names[0] = names[0].replace("/", ".").removesuffix(".py")
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def junit_outcomes(report: bytes) -> dict[tuple[str, str], str]:
+    """Each test case of a JUnit XML report by its :func:`report_key`, with its status."""
+    root = ElementTree.fromstring(report)
+    out: dict[tuple[str, str], str] = {}
+    for case in root.iter("testcase"):
+        key = (case.get("classname", ""), case.get("name", ""))
+        kinds = {child.tag: child for child in case}
+        if "failure" in kinds:
+            status = FAILED
+        elif "error" in kinds:
+            status = ERROR
+        elif "skipped" in kinds:
+            status = XFAIL if kinds["skipped"].get("type") == "pytest.xfail" else SKIPPED
+        else:
+            status = PASSED
+        if out.get(key) not in (FAILED, ERROR):  # a teardown error after a pass: the worse stays
+            out[key] = status
+    return out

@@ -1,0 +1,127 @@
+"""Run inside a SWE sandbox by the warm reset (stdlib only, ``python3 -I -S``, as the code's user).
+
+``record REPO OUT``: write to ``OUT`` (JSON) what a fresh container holds that ``git reset`` does not
+put back: the bytes and times of git's own files (``.git/index``, ``.git/ORIG_HEAD``, every reflog
+under ``.git/logs``), every tracked file's access and modification times, and the state of every
+ignored path that was there at start (type, size, times, mode of everything under it).
+
+``restore REPO RECORD OUT AGENT``: after the episode's processes are dead and ``git reset`` ran, put
+git's own files and the tracked files' times back as recorded, remove every SysV IPC object (the
+sandbox wipe's own ``remove_ipc``, from the agent's source at ``AGENT``), and write to ``OUT`` the
+ignored paths' state now and what IPC objects are left, for the caller to compare.
+
+Nothing here trusts the repository: links are not followed, and only recorded paths are touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from typing import Any
+
+GIT_OWN = (".git/index", ".git/ORIG_HEAD", ".git/logs")
+
+
+def git_own(repo: str) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for top in GIT_OWN:
+        for path in walk(os.path.join(repo, top)):
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                with open(path, "rb") as f:
+                    data = base64.b64encode(f.read()).decode()
+                out[os.path.relpath(path, repo)] = [data, st.st_atime_ns, st.st_mtime_ns]
+    return out
+
+
+def walk(top: str) -> list[str]:
+    """``top`` and everything under it, links not followed; [] when it does not exist."""
+    if not os.path.lexists(top):
+        return []
+    found = [top]
+    if stat.S_ISDIR(os.lstat(top).st_mode):
+        for folder, dirs, files in os.walk(top):
+            found += [os.path.join(folder, name) for name in sorted(dirs + files)]
+    return found
+
+
+def tracked(repo: str) -> list[str]:
+    git = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "ls-files", "-z"]
+    listed = subprocess.run(git, cwd=repo, capture_output=True, check=True,
+                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_GLOBAL": "/dev/null"})
+    return [p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def times(repo: str) -> dict[str, list[int]]:
+    """Access and modification times of every tracked file and of the folders that hold them."""
+    files = tracked(repo)
+    folders = {"/".join(p.split("/")[:i]) for p in files for i in range(p.count("/") + 1)}
+    out = {}
+    for path in [*files, *sorted(folders)]:
+        try:
+            st = os.lstat(os.path.join(repo, path))
+        except FileNotFoundError:
+            continue
+        out[path] = [st.st_atime_ns, st.st_mtime_ns]
+    return out
+
+
+def ignored_state(repo: str, paths: list[str]) -> list[list[Any]]:
+    """Type, size, mode, modification and change times of every entry under the ignored ``paths``.
+
+    The change time is the kernel's: no call a process can make sets it back, so an edit inside an
+    ignored folder shows even when its modification time was put back."""
+    out = []
+    for top in paths:
+        for path in walk(os.path.join(repo, top.strip("/"))):
+            st = os.lstat(path)
+            out.append([os.path.relpath(path, repo), stat.S_IFMT(st.st_mode), st.st_size, st.st_mode,
+                        st.st_mtime_ns, st.st_ctime_ns])
+    return out
+
+
+def record(repo: str, out: str, ignored: list[str]) -> None:
+    state = {"git_own": git_own(repo), "times": times(repo), "ignored_paths": ignored,
+             "ignored": ignored_state(repo, ignored)}
+    with open(out, "w") as f:
+        json.dump(state, f)
+
+
+def restore(repo: str, record_path: str, out: str, agent_path: str) -> None:
+    with open(record_path) as f:
+        state = json.load(f)
+    for top in GIT_OWN:
+        path = os.path.join(repo, top)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+    for rel, (data, atime, mtime) in state["git_own"].items():
+        path = os.path.join(repo, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+        os.utime(path, ns=(atime, mtime))
+    for rel, (atime, mtime) in state["times"].items():  # files first, then their folders
+        try:
+            os.utime(os.path.join(repo, rel), ns=(atime, mtime), follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+    sys.path.insert(0, os.path.dirname(agent_path))
+    import agent  # type: ignore[import-not-found]  # the sandbox agent's source, written beside this file
+
+    left = agent.remove_ipc()
+    with open(out, "w") as f:
+        json.dump({"ignored": ignored_state(repo, state["ignored_paths"]), "ipc": left}, f)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "record":
+        record(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+    else:
+        restore(*sys.argv[2:6])

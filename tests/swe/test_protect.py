@@ -1,0 +1,90 @@
+"""What the SWE verifier takes as its own (no Docker): protected paths, refused patches, the JUnit cross-check."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentgym.envs.swe import guard, protect
+from agentgym.envs.swe.testrun import SuiteResult
+
+
+@pytest.mark.parametrize(("path", "protected"), [
+    ("tests/test_x.py", True), ("tests/__init__.py", True), ("tests/helpers.py", True),
+    ("pkg/tests/data/x.json", True), ("src/pkg/conftest.py", True), ("conftest.py", True),
+    ("pytest.ini", True), ("sub/tox.ini", True), ("setup.cfg", True), ("pyproject.toml", True),
+    ("pytest.toml", True), ("src/sitecustomize.py", True), ("src/usercustomize.py", True), ("src/zz.pth", True),
+    ("src/x.dist-info/entry_points.txt", True), ("x.egg-info/PKG-INFO", True), ("pkg/__pycache__/m.cpython-311.pyc",
+                                                                                  True),
+    ("pkg/test_utils.py", True), ("pkg/core_test.py", True),
+    ("pkg/core.py", False), ("src/pkg/__init__.py", False), ("README.md", False), ("pkg/testament.py", False),
+    (".gitignore", False), ("docs/index.rst", False),
+])
+def test_what_is_the_verifier_s(path: str, protected: bool) -> None:
+    assert protect.is_protected(path) is protected
+
+
+@pytest.mark.parametrize("header", [
+    "diff --git a/.git/hooks/x b/.git/hooks/x", "--- a/.git/config", "+++ b/sub/.GIT/config",
+    "rename to .git/hooks/post-checkout", "Index: .git/hooks/x", "*** .git/config",
+])
+def test_a_patch_naming_git_is_refused(header: str) -> None:
+    assert "writes into .git/" in (protect.refusal(f"{header}\n@@ -0,0 +1 @@\n+x\n") or "")
+
+
+@pytest.mark.parametrize(("target", "refused"), [(".git/hooks", True), ("/etc", True), ("../up", True),
+                                                 ("docs/readme", False)])
+def test_symbolic_links_out_or_into_git_are_refused(target: str, refused: bool) -> None:
+    patch = f"diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+{target}\n"
+    assert (protect.refusal(patch) is not None) is refused
+
+
+def test_an_ordinary_patch_is_not_refused() -> None:
+    assert protect.refusal("diff --git a/.gitignore b/.gitignore\n--- a/.gitignore\n+++ b/.gitignore\n"
+                           "@@ -1 +1 @@\n-a\n+b\n") is None
+
+
+def test_what_is_removed_before_the_base_is_put_back() -> None:
+    listing = [("f", "pkg/core.py"), ("f", "conftest.py"), ("l", "tests"), ("f", "tests/test_x.py"),
+               ("d", "pkg/__pycache__"), ("f", "setup.cfg"), ("f", "pkg/new_test.py")]
+    removed = protect.to_remove(listing, {"tests/test_x.py", "setup.cfg"})
+    assert sorted(removed) == ["conftest.py", "pkg/__pycache__", "pkg/new_test.py", "setup.cfg", "tests",
+                               "tests/test_x.py"]
+
+
+REPORT = b"""<?xml version="1.0"?><testsuites><testsuite>
+<testcase classname="tests.test_x" name="test_a" file="tests/test_x.py"/>
+<testcase classname="tests.test_x.TestK" name="test_b[1-2]" file="tests/base.py"><failure message="x"/></testcase>
+<testcase classname="tests.test_x" name="test_c"><skipped type="pytest.xfail" message="x"/></testcase>
+<testcase classname="tests.test_x" name="test_d"/><testcase classname="tests.test_x" name="test_d"><error/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_junit_outcomes_by_pytest_id() -> None:
+    outcomes = guard.junit_outcomes(REPORT)
+    status = {t: outcomes.get(guard.report_key(t)) for t in (
+        "tests/test_x.py::test_a", "tests/test_x.py::TestK::test_b[1-2]", "tests/test_x.py::test_c",
+        "tests/test_x.py::test_d", "tests/test_x.py::test_e")}
+    assert status == {"tests/test_x.py::test_a": "PASSED", "tests/test_x.py::TestK::test_b[1-2]": "FAILED",
+                      "tests/test_x.py::test_c": "XFAIL", "tests/test_x.py::test_d": "ERROR",
+                      "tests/test_x.py::test_e": None}
+
+
+def test_a_log_that_disagrees_with_the_report_is_tampered_with() -> None:
+    canaries = guard.make_canaries("tests")
+    (good_class, good), (bad_class, bad) = guard.report_key(canaries.passing), guard.report_key(canaries.failing)
+    report = REPORT.replace(b"</testsuite>", (
+        f'<testcase classname="{good_class}" name="{good}"/>'
+        f'<testcase classname="{bad_class}" name="{bad}"><failure/></testcase></testsuite>').encode())
+    statuses = {canaries.passing: "PASSED", canaries.failing: "FAILED", "tests/test_x.py::test_a": "PASSED",
+                "tests/test_x.py::TestK::test_b[1-2]": "PASSED"}
+    result = SuiteResult(statuses=statuses, log="", exit_code=0, timed_out=False)
+    assert guard.tampering(result, report, ["tests/test_x.py::test_a"], canaries) is None
+    why = guard.tampering(result, report, ["tests/test_x.py::TestK::test_b[1-2]"], canaries)
+    assert why == ("the test run was tampered with: the log says tests/test_x.py::TestK::test_b[1-2] passed, "
+                   "the run's report says FAILED")
+    assert "ended without writing its report" in (guard.tampering(result, b"", [], canaries) or "")
+    flipped = {**statuses, canaries.failing: "PASSED"}
+    assert "wrote to fail did not fail" in (guard.tampering(
+        SuiteResult(statuses=flipped, log="", exit_code=0, timed_out=False), report, [], canaries) or "")
+    marked = SuiteResult(statuses=statuses, log=">>>>> End Test Output\n", exit_code=0, timed_out=False)
+    assert "log marker" in (guard.tampering(marked, report, [], canaries) or "")
