@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
-from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, Status, open_task
+from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, PageHung, Status, open_task
 from agentgym.envs.gui.rewards import task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, SandboxError, ToolError
@@ -55,6 +55,15 @@ when the page has judged your actions; call `finish` if you believe the task is 
 remains to click."""
 _HOW = {"screenshot": " as a screenshot", "dom": " as text: one element a line, [ref] tag \"text\" @x,y wxh",
         "both": " as a screenshot and as text: one element a line, [ref] tag \"text\" @x,y wxh"}
+
+
+MAX_TYPED_CHARS = 500
+"""Characters one ``type`` call may type: MiniWoB's answers are a few words; Chromium types about 8 ms a
+character in a container, so this is a few seconds, well inside a page call's time (``page.CALL_SECONDS``)."""
+MAX_KEY_CHARS = 40
+MAX_MODIFIERS = 3
+MAX_SCROLL = 1000
+"""Pixels one ``scroll`` may move either way: several times the task area (huge deltas wedge the page's input)."""
 
 
 class BrowserCrashed(EnvError):
@@ -99,6 +108,8 @@ class GUIEnv(Env):
         self._last_dom = Dom()
         self._refs: set[int] = set()
         self._opening: Message | None = None
+        self._broken: dict[str, Any] | None = None
+        """The failure the episode was judged, once its page could not be (see :meth:`_judge_broken`)."""
 
     # ----------------------------------------------------------------- tasks and policies
     def tasks(self) -> Sequence[Task]:
@@ -123,6 +134,7 @@ class GUIEnv(Env):
         miniwob_task(name)  # an unknown task is refused here, with the names it might have meant
         assert self.trajectory is not None
         seed = self.trajectory.seed if self.trajectory.seed is not None else self.rng.randrange(2**31)
+        self._broken = None
         browser = await self._ensure_browser()
         started = time.monotonic()
         repeated = browser.last_key == name
@@ -156,11 +168,23 @@ class GUIEnv(Env):
             return None
 
     async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
-        """Run the turn's actions; end the episode when the page judged it, else show the page again."""
+        """Run the turn's actions; end the episode when the page judged it, else show the page again.
+
+        A page that cannot be shown or judged any more ends the episode as MiniWoB's failure, with the reason.
+        """
+        from playwright.async_api import Error as PlaywrightError
+
         result = await super().step(action)
         assert self.trajectory is not None
         turn = self.trajectory.turns[-1]
         judged = bool(turn.info.get("miniwob", {}).get("done"))
+        observation = None
+        if not self.done and not judged:
+            try:
+                observation = await self._observe("The page now:")
+            except (PlaywrightError, SandboxError) as e:  # the page cannot be shown: a failure, unless the browser died
+                turn.info["miniwob"] = await self._judge_broken(e)
+                judged = True
         if self.done:
             if result.truncated and judged:  # the page judged it on the last allowed turn
                 self.trajectory.outcome = "terminated"
@@ -172,13 +196,13 @@ class GUIEnv(Env):
             result.terminated = True
             result.info["reward"] = reward.model_dump()
             return result
-        observation = await self._observe("The page now:")
+        assert observation is not None
         turn.observation.append(observation)
         result.observation.append(observation)
         return result
 
     async def final_state(self) -> dict[str, Any]:
-        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled) and ``reason``."""
+        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled), ``reason`` and ``broken``."""
         return await self._status()
 
     async def teardown(self) -> None:
@@ -230,8 +254,10 @@ class GUIEnv(Env):
         """Type text with the keyboard into the focused element.
 
         Args:
-            text: The characters to type.
+            text: The characters to type (at most 500).
         """
+        if len(text) > MAX_TYPED_CHARS:
+            raise ToolError(f"type takes at most {MAX_TYPED_CHARS} characters at a time, not {len(text)}")
         await self._act(lambda page: page.type(text))
         return f"Typed {text!r}."
 
@@ -242,6 +268,9 @@ class GUIEnv(Env):
         Args:
             key: A key name as the browser knows it: Enter, Tab, Backspace, ArrowDown, a, Control+A...
         """
+        if len(key) > MAX_KEY_CHARS or key.count("+") > MAX_MODIFIERS:
+            raise ToolError(f"{key[:MAX_KEY_CHARS]!r}... is not one key: a key name, with at most "
+                            f"{MAX_MODIFIERS} modifiers (Control+Shift+A)")
         await self._act(lambda page: page.press(key))
         return f"Pressed {key}."
 
@@ -250,11 +279,15 @@ class GUIEnv(Env):
         """Scroll with the mouse wheel over a point (a list or text box under it scrolls).
 
         Args:
-            dx: Pixels to scroll right (negative: left).
-            dy: Pixels to scroll down (negative: up).
+            dx: Pixels to scroll right (negative: left), at most 1000 either way.
+            dy: Pixels to scroll down (negative: up), at most 1000 either way.
             x: Where the mouse is, from the left (default the middle of the task area).
             y: Where the mouse is, from the top.
         """
+        if not (-MAX_SCROLL <= dx <= MAX_SCROLL and -MAX_SCROLL <= dy <= MAX_SCROLL):
+            raise ToolError(f"scroll by at most {MAX_SCROLL} pixels either way, not ({dx}, {dy})")
+        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
+            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
         await self._act(lambda page: page.scroll(dx, dy, x, y))
         return f"Scrolled by ({dx:g}, {dy:g})."
 
@@ -306,22 +339,51 @@ class GUIEnv(Env):
             raise ToolError("the page has already judged this episode; nothing more can be done")
         try:
             result = await action(page)
+        except PageHung as e:  # the episode cannot go on: judged a failure (the step ends it)
+            self.trajectory.turns[-1].info["miniwob"] = await self._judge_broken(e)
+            return None
         except (PlaywrightError, SandboxError) as e:
             crash = await self._crash_or(e)
             if crash is not e:
                 raise crash from e
             raise ToolError(str(e).splitlines()[0]) from e
         if isinstance(result, Status):
+            if result.broken is not None:
+                self._broken = result.as_dict()
             self.trajectory.turns[-1].info["miniwob"] = result.as_dict()
         else:
             await self._record_status()
         return result
 
     async def _status(self) -> dict[str, Any]:
+        """The page's status; once the page could not be judged, that failure, without asking it again."""
+        from playwright.async_api import Error as PlaywrightError
+
+        if self._broken is not None:
+            return self._broken
         try:
-            return (await self._live_page.status()).as_dict()
-        except Exception as e:
-            raise await self._crash_or(e) from e
+            status = await self._live_page.status()
+        except (PlaywrightError, SandboxError) as e:
+            return await self._judge_broken(e)
+        if status.broken is not None:
+            self._broken = status.as_dict()
+        return status.as_dict()
+
+    async def _judge_broken(self, error: Exception) -> dict[str, Any]:
+        """The episode's failure, when ``error`` came from a page that misbehaved (it threw, hung, left).
+
+        Only the page's own script can make it misbehave once it has loaded, and what the model typed
+        never runs as script (``csp.py``), so the episode is graded: MiniWoB's failure, with the reason.
+
+        Raises:
+            BrowserCrashed: The browser itself is gone: not the page's doing, the episode is an error.
+        """
+        crash = await self._crash_or(error)
+        if crash is not error:
+            raise crash from error
+        log.info("the page of %s could not be judged: %s", self._live_page.task, error)
+        self._broken = Status.failed(_first_line(error)).as_dict()
+        return self._broken
 
     async def _record_status(self) -> None:
         assert self.trajectory is not None and self.trajectory.turns
@@ -337,7 +399,7 @@ class GUIEnv(Env):
             else:
                 png = await page.screenshot()  # a frame drawn now: the DOM below is read after it
             if self.observation != "screenshot":
-                dom = dom_text(await page.dom())
+                dom = _readable_dom(await page.dom())
                 self._last_dom = parse_dom(dom)
                 self._refs = {n.ref for n in self._last_dom}
                 text += "\n" + dom
@@ -363,3 +425,21 @@ def _resolve_names(names: str | Sequence[str]) -> tuple[str, ...]:
     for name in names:
         miniwob_task(name)
     return tuple(names)
+
+
+def _first_line(error: Exception) -> str:
+    """An error's first line (Playwright's messages go on with a call log)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _readable_dom(raw: Any) -> str:
+    """The DOM text of ``core.getDOMInfo()``'s value, which is the page's to give.
+
+    Raises:
+        SandboxError: The value is not the element tree MiniWoB gives (the page's script replaced it).
+    """
+    try:
+        return dom_text(raw)
+    except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as e:
+        raise SandboxError(f"the page's DOM is not an element tree ({type(e).__name__})") from e

@@ -16,10 +16,13 @@ cannot see. The env's turn limit ends episodes that the page never ends.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentgym.envs.gui.tasks import html_root
+from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.browser import BrowserSandbox
@@ -42,27 +45,76 @@ _START = """([seed, limitMs]) => {
   core.startEpisodeReal();
 }"""
 _STATUS = """({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
-  reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON)})"""
+  reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON), href: location.href})"""
 _STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ return null; }} }})()"
 """The status, or null where the page cannot give it: read with a click, whose own failure is another matter."""
+CALL_SECONDS = 10.0
+"""How long one call on the page (an action, a read) may take before the page counts as hung."""
+MAX_REASON_CHARS = 300
+MAX_UTTERANCE_CHARS = 2000
+T = TypeVar("T")
+FAILED = -1.0
+"""MiniWoB's reward for a failed episode: what a page that cannot be judged any more scores."""
+
+
+class PageHung(SandboxError):
+    """A call on the page did not finish within :data:`CALL_SECONDS` (its script loops, or its input is wedged)."""
 
 
 @dataclass(frozen=True)
 class Status:
-    """The page's verdict on the episode: ``done``, the raw reward (-1..1) and the time-scaled one."""
+    """The page's verdict on the episode: ``done``, the raw reward (-1..1) and the time-scaled one.
+
+    ``broken`` says why the env judged the episode instead of the page: the page could not give a
+    status that holds (its globals are not MiniWoB's kinds or range, it left the task's URL, it hung
+    or threw). Only the page's own script can do that, and model text is never run as script
+    (:func:`page_policy`), so it stands as a failure, never as no grade.
+    """
 
     done: bool
     raw_reward: float
     reward: float
     reason: str | None
+    broken: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"done": self.done, "raw_reward": self.raw_reward, "reward": self.reward, "reason": self.reason}
+        return {"done": self.done, "raw_reward": self.raw_reward, "reward": self.reward, "reason": self.reason,
+                "broken": self.broken}
 
     @classmethod
-    def read(cls, raw: dict[str, Any]) -> Status:
-        """From the value of :data:`_STATUS` in the page."""
-        return cls(bool(raw["done"]), float(raw["raw_reward"]), float(raw["reward"]), raw["reason"])
+    def failed(cls, why: str) -> Status:
+        """The episode ended as a failure because the page could not be judged (``why``)."""
+        why = why[:MAX_REASON_CHARS]
+        return cls(True, FAILED, FAILED, f"the page could not be judged: {why}", broken=why)
+
+    @classmethod
+    def read(cls, raw: Any, task: str) -> Status:
+        """From the value of :data:`_STATUS` in the page of ``task``; :meth:`failed` unless every field holds.
+
+        ``done`` must be a boolean, the rewards finite numbers in MiniWoB's range [-1, 1], the reason
+        text or null, and the page still the task's.
+        """
+        if not isinstance(raw, dict):
+            return cls.failed("its status is not an object")
+        if raw.get("href") != task_url(task):
+            return cls.failed(f"it left the task's page (now at {str(raw.get('href'))[:100]!r})")
+        done, reason = raw.get("done"), raw.get("reason")
+        if not isinstance(done, bool):
+            return cls.failed(f"its done flag is {_shown(done)}, not a boolean")
+        rewards = []
+        for field in ("raw_reward", "reward"):
+            value = raw.get(field)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value <= 1:
+                return cls.failed(f"its {field} is {_shown(value)}, not a number in [-1, 1]")
+            rewards.append(float(value))
+        if reason is not None and not isinstance(reason, str):
+            return cls.failed(f"its reason is {_shown(reason)}, not text")
+        return cls(done, rewards[0], rewards[1], None if reason is None else reason[:MAX_REASON_CHARS])
+
+
+def _shown(value: Any) -> str:
+    """A page's value in a failure reason: its repr, cut short (the page chose it)."""
+    return repr(value)[:40]
 
 
 def task_url(name: str) -> str:
@@ -73,12 +125,14 @@ async def serve_miniwob(context: Any) -> None:
     """Route every request of ``context`` (a Playwright ``BrowserContext``): the wheel's files, or abort.
 
     The catch-all abort is registered first; Playwright tries the latest route first, so requests
-    under :data:`ORIGIN` are answered from the wheel and nothing else leaves the browser.
+    under :data:`ORIGIN` are answered from the wheel and nothing else leaves the browser. Every page
+    comes with its Content-Security-Policy (``csp.py``): no text typed into it runs as script.
     """
-    from agentgym.sandboxes.browser import serve_directory
+    from agentgym.envs.gui.csp import content_security_policy
+    from agentgym.sandboxes.browser.serve import abort_all, serve_directory
 
-    await context.route("**/*", lambda route: route.abort("blockedbyclient"))
-    await serve_directory(context, html_root(), ORIGIN)
+    await abort_all(context)
+    await serve_directory(context, html_root(), ORIGIN, headers=content_security_policy)
 
 
 async def open_task(browser: BrowserSandbox, context: Any, task: str) -> MiniWoBPage:
@@ -132,16 +186,21 @@ class MiniWoBPage:
         """
         if self.page.url != task_url(self.task):
             await self.load()
-        await self.page.evaluate(_START, [seed, time_limit_ms or NO_TIMER_MS])
+        await self._bounded(self.page.evaluate(_START, [seed, time_limit_ms or NO_TIMER_MS]), "the episode's start")
         await self.page.wait_for_function("() => WOB_TASK_READY === true", polling=5, timeout=10_000)
 
     async def utterance(self) -> str:
         """The instruction the page shows (``core.getUtterance()``)."""
         text = await self._evaluate("core.getUtterance()")
-        return text["utterance"] if isinstance(text, dict) else str(text)
+        return str(text["utterance"] if isinstance(text, dict) else text)[:MAX_UTTERANCE_CHARS]
 
     async def status(self) -> Status:
-        return Status.read(await self._evaluate(_STATUS))
+        """The page's status as :meth:`Status.read` takes it (a failure when it does not hold).
+
+        Raises:
+            SandboxError: The page threw reading it, or did not answer (:class:`PageHung`).
+        """
+        return Status.read(await self._evaluate(_STATUS), self.task)
 
     async def dom(self) -> dict[str, Any]:
         """``core.getDOMInfo()``: the visible element tree with refs and boxes; refreshes the refs."""
@@ -150,36 +209,51 @@ class MiniWoBPage:
 
     async def screenshot(self) -> bytes:
         """The task area as PNG (on demand: a frame drawn now, which also runs animation-frame callbacks)."""
-        return await self.frames.screenshot(CLIP)
+        return await self._bounded(self.frames.screenshot(CLIP), "a screenshot")
 
     async def draw(self) -> None:
         """Draw a frame (on demand), so what waits for one has run before the page is read."""
-        await self.frames.draw()
+        await self._bounded(self.frames.draw(), "a frame")
 
     async def click(self, x: float, y: float) -> Status | None:
         """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``;
         the page's status once it has handled the click (read in the same write when it can be), or
         None when the page cannot say (:meth:`status` then raises why, as after any other action)."""
-        raw = await (await self.frames.session()).click(x, y, then=_STATUS_OR_NULL)
-        return None if raw is None else Status.read(raw)
+        raw = await self._bounded((await self.frames.session()).click(x, y, then=_STATUS_OR_NULL), "a click")
+        return None if raw is None else Status.read(raw, self.task)
 
     async def click_ref(self, ref: int) -> str | None:
         """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""
         result = await self._evaluate(f"core.elementClick({int(ref)})")
-        return None if result is True else str(result)
+        return None if result is True else str(result)[:MAX_REASON_CHARS]
 
     async def _evaluate(self, expression: str) -> Any:
-        return await (await self.frames.session()).evaluate(expression)
+        return await self._bounded((await self.frames.session()).evaluate(expression), "a read of the page")
 
     async def type(self, text: str) -> None:
-        await self.frames.run(self.page.keyboard.type(text))
+        await self._bounded(self.frames.run(self.page.keyboard.type(text)), "typing")
 
     async def press(self, key: str) -> None:
-        await self.frames.run(self.page.keyboard.press(key))
+        await self._bounded(self.frames.run(self.page.keyboard.press(key)), "a key press")
 
     async def scroll(self, dx: float, dy: float, x: float, y: float) -> None:
-        await self.frames.run(self._scroll(dx, dy, x, y))
+        await self._bounded(self.frames.run(self._scroll(dx, dy, x, y)), "a scroll")
 
     async def _scroll(self, dx: float, dy: float, x: float, y: float) -> None:
         await self.page.mouse.move(x, y)
         await self.page.mouse.wheel(dx, dy)
+
+    async def _bounded(self, call: Awaitable[T], what: str) -> T:
+        """``call``, given :data:`CALL_SECONDS` before the page counts as hung.
+
+        Raises:
+            PageHung: It did not finish in time (the call is cancelled).
+        """
+        deadline = asyncio.timeout(CALL_SECONDS)  # a timer, not a task: a step's two calls stay cheap
+        try:
+            async with deadline:
+                return await call
+        except TimeoutError as e:
+            if not deadline.expired():
+                raise
+            raise PageHung(f"the page did not finish {what} within {CALL_SECONDS:g} s") from e

@@ -12,7 +12,6 @@ from PIL import Image
 
 from agentgym.envs.gui import GUIEnv, parse_dom
 from agentgym.envs.gui.policies import RandomClickPolicy, ReferencePolicy, history_of
-from agentgym.errors import SandboxError
 from agentgym.evaluation import evaluate
 from agentgym.rollout import run_episode
 from agentgym.testing import FakeOpenAI
@@ -149,14 +148,15 @@ async def test_a_click_at_the_targets_coordinates_solves_the_task(gui_backend):
             assert env.trajectory.turns[-1].info["miniwob"]["raw_reward"] == 1.0
 
 
-async def test_a_page_that_cannot_say_its_status_after_a_click_ends_the_episode_not_the_turn(gui_backend):
-    """The click reads the status in its own write; a status the page cannot give is still the env's
-    failure (the episode cannot be judged), not a tool error for the model to act on."""
+async def test_a_page_that_cannot_say_its_status_after_a_click_ends_the_episode_as_a_failure(gui_backend):
+    """The click reads the status in its own write; a status the page cannot give ends the episode
+    as MiniWoB's failure with the reason (tests/gui/test_gui_safety.py has the other ways to break it)."""
     async with GUIEnv(names="click-button", observation="dom", sandbox_backend=gui_backend) as env:
         await env.reset(env.tasks()[0], seed=1)
         await env._live_page.page.evaluate("WOB_REWARD_REASON = {toString() { throw new Error('no verdict here'); }}")
-        with pytest.raises(SandboxError, match="no verdict here"):
-            await env.step(call("click", x=5, y=5))
+        result = await env.step(call("click", x=5, y=5))
+        assert result.terminated and env.trajectory.outcome == "terminated" and env.trajectory.reward == -1.0
+        assert "no verdict here" in env.trajectory.info["miniwob_reason"]
 
 
 async def test_bad_actions_are_tool_errors_and_the_turn_limit_ends_what_the_page_never_ends(gui_backend):

@@ -1,0 +1,224 @@
+"""What a model does to a GUI page never runs as script, and a page it breaks is graded, not lost; on both backends.
+
+- the fuzz: markup typed into every text field of every MiniWoB task (and into the page with no
+  field focused), then Enter and every button, runs nothing; the same fuzz finds the task that
+  echoes typed text as HTML when the pages are served without their Content-Security-Policy;
+- honest play (random clicks on every task) trips no violation of that policy;
+- a page whose status is corrupted, out of range, not a number, that leaves its URL or that hangs
+  ends the episode as MiniWoB's failure (-1) with the reason, never as an error;
+- every tool's arguments are bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+
+import pytest
+
+from agentgym.envs.gui import GUIEnv, parse_dom, task_names
+from agentgym.envs.gui.policies import RandomClickPolicy
+from agentgym.rollout import rollout
+from agentgym.types import Message, Task, ToolCall
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+MARK = "_q9"
+PAYLOAD = f"\"><img src=x onerror={MARK}=1><script>{MARK}=2</script>"
+"""Markup that sets a global if a page parses it as HTML and runs what it holds (an event handler, a script)."""
+TEXT_FIELDS = ("input_text", "input_password", "input_email", "input_search", "input_tel", "input_url",
+               "input_number", "textarea")
+WATCH_VIOLATIONS = """window.__agentgymViolations = [];
+addEventListener('securitypolicyviolation',
+                 (e) => window.__agentgymViolations.push(e.violatedDirective + ' ' + e.blockedURI));"""
+"""An init script (it runs before the page's own): the page's count of Content-Security-Policy violations."""
+
+
+def call(name: str, **arguments) -> Message:
+    return Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name=name,
+                                                                      arguments=json.dumps(arguments))])
+
+
+async def fuzz(env: GUIEnv, task: Task) -> object:
+    """Type :data:`PAYLOAD` into every text field of one episode of ``task``, press Enter, click every
+    button; what the page's marker global holds then (None: nothing ran)."""
+    opening = (await env.reset(task, seed=1))[1].text
+    dom = parse_dom(opening)
+    fields = [n.ref for n in dom if n.tag in TEXT_FIELDS]
+    buttons = [n.ref for n in dom if n.tag.startswith("button") or n.tag in ("input_submit", "input_button")]
+    actions = [call("type", text=PAYLOAD), call("press", key="Enter")]  # no field focused: to the page itself
+    for ref in fields:
+        actions += [call("click_element", ref=ref), call("type", text=PAYLOAD), call("press", key="Enter")]
+    actions += [call("click_element", ref=ref) for ref in buttons]
+    for action in actions:
+        result = await env.step(action)
+        if result.terminated or result.truncated:
+            break
+    assert env.trajectory.outcome != "error", env.trajectory.failure
+    return await env._page.page.evaluate(f"window.{MARK}")
+
+
+@contextlib.asynccontextmanager
+async def watched(env: GUIEnv):
+    """The env's browser watches every new page for policy violations, until the block ends."""
+    browser = (await env._ensure_browser()).browser
+    original = browser.new_context
+
+    async def new_context(**kwargs):
+        context = await original(**kwargs)
+        await context.add_init_script(WATCH_VIOLATIONS)
+        return context
+
+    browser.new_context = new_context
+    try:
+        yield
+    finally:
+        del browser.new_context
+
+
+async def play_and_fuzz(tasks: list[Task], backend: str, found: dict[str, dict]) -> None:
+    """Per task: random clicks (honest play: no violation may be reported), then the fuzz in a new episode."""
+    async with GUIEnv(names="all", observation="dom", sandbox_backend=backend) as env:
+        async with watched(env):
+            for task in tasks:
+                env.max_turns = 2
+                honest = await rollout(env, RandomClickPolicy(), task, seed=3, turn_timeout=60)
+                if honest.outcome not in ("terminated", "truncated"):
+                    found["not graded"][task.id] = honest.failure
+                seen = await env._page.page.evaluate("window.__agentgymViolations")
+                if seen:
+                    found["violations"][task.id] = seen
+                env.max_turns = 200
+                ran = await fuzz(env, task)
+                if ran is not None:
+                    found["ran"][task.id] = ran
+
+
+async def test_no_task_runs_typed_markup_and_honest_play_trips_no_policy_violation(backend):
+    """Every task, on two browsers at once: random clicks trip no violation, markup typed anywhere runs nothing."""
+    started = time.monotonic()
+    tasks = list(GUIEnv(names="all").tasks())
+    found: dict[str, dict] = {"not graded": {}, "violations": {}, "ran": {}}
+    await asyncio.gather(play_and_fuzz(tasks[0::2], backend, found), play_and_fuzz(tasks[1::2], backend, found))
+    print(f"\nplayed and fuzzed {len(tasks)} tasks on {backend} in {time.monotonic() - started:.0f} s")
+    assert len(tasks) == len(task_names()) >= 100
+    assert not found["not graded"] and not found["violations"], found
+    assert not found["ran"], f"typed markup ran as script in {found['ran']}"
+
+
+async def test_the_fuzz_finds_the_echoing_task_when_pages_come_without_their_policy(backend, monkeypatch):
+    """The fuzz can fail: without the Content-Security-Policy the terminal task runs typed markup."""
+    from agentgym.envs.gui import csp
+
+    monkeypatch.setattr(csp, "content_security_policy", lambda path, body: {})
+    async with GUIEnv(names="terminal", observation="dom", max_turns=50, sandbox_backend=backend) as env:
+        value = await fuzz(env, env.tasks()[0])
+    assert value in (1, 2)
+
+
+BREAKS = {
+    "a reward of 1e9": ("WOB_REWARD_GLOBAL = WOB_RAW_REWARD_GLOBAL = 1e9; WOB_DONE_GLOBAL = true",
+                        "raw_reward is 1000000000, not a number in [-1, 1]"),
+    "a reward of -1e9": ("WOB_REWARD_GLOBAL = WOB_RAW_REWARD_GLOBAL = -1e9; WOB_DONE_GLOBAL = true",
+                         "not a number in [-1, 1]"),
+    "a reward that is not a number": ("WOB_RAW_REWARD_GLOBAL = NaN; WOB_DONE_GLOBAL = true",
+                                      "raw_reward is None, not a number"),
+    "a reward that is text": ("WOB_RAW_REWARD_GLOBAL = '1'", "raw_reward is '1', not a number"),
+    "a done flag that is not a boolean": ("WOB_DONE_GLOBAL = 'yes'", "done flag is 'yes', not a boolean"),
+    "the status gone": ("WOB_DONE_GLOBAL = undefined", "done flag is None"),
+    "a page that navigates away": ("location.href = '/miniwob/click-dialog.html'", "could not be judged"),
+    "a page that hangs": ("setTimeout(() => { while (true) {} }, 50)", "did not finish a click within 2 s"),
+}
+
+
+@pytest.mark.parametrize("how", list(BREAKS))
+async def test_page_script_that_breaks_the_status_ends_the_episode_as_a_failure_with_the_reason(backend, how,
+                                                                                                monkeypatch):
+    """What page script can do to the episode ends it as MiniWoB's failure (-1) with the reason, never as an error
+    (a page's script is the task's, or the model's only through a hole like the one the fuzz looks for)."""
+    from agentgym.envs.gui import page
+
+    monkeypatch.setattr(page, "CALL_SECONDS", 2.0)
+    script, reason = BREAKS[how]
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=backend) as env:
+        for seed in (1, 2):  # the second episode, on the same browser, is unaffected
+            await env.reset(env.tasks()[0], seed=seed)
+            if seed == 1:
+                await env._page.page.evaluate(script)
+                await asyncio.sleep(0.2)
+            result = await env.step(call("click", x=5, y=5))
+            trajectory = env.trajectory
+            if seed == 1:
+                assert result.terminated and trajectory.outcome == "terminated", trajectory.failure
+                assert trajectory.reward == -1.0 and trajectory.reward_components["done"] == 1.0
+                assert reason in trajectory.info["miniwob_reason"], trajectory.info["miniwob_reason"]
+                assert trajectory.turns[-1].info["miniwob"]["broken"]
+            else:
+                assert trajectory.outcome is not None and not result.terminated, trajectory.info
+
+
+async def test_a_page_that_hangs_after_an_action_is_a_failure_when_ended(backend, monkeypatch):
+    """A page that hangs while the model types, and one that ends at the turn limit: graded, not errors."""
+    from agentgym.envs.gui import page
+
+    monkeypatch.setattr(page, "CALL_SECONDS", 2.0)
+    async with GUIEnv(names="enter-text", observation="dom", max_turns=2, sandbox_backend=backend) as env:
+        await env.reset(env.tasks()[0], seed=1)
+        await env._page.page.evaluate("addEventListener('keydown', () => { while (true) {} })")
+        result = await env.step(call("type", text="abc"))
+        assert result.terminated and env.trajectory.reward == -1.0
+        assert "did not finish typing" in env.trajectory.info["miniwob_reason"]
+
+
+@pytest.mark.parametrize(("name", "arguments", "error"), [
+    ("scroll", {"dx": 0, "dy": 1e12}, "at most 1000 pixels"),
+    ("scroll", {"dx": float("nan"), "dy": 0}, "at most 1000 pixels"),
+    ("scroll", {"dx": 0, "dy": 10, "x": 1e9, "y": 0}, "outside the 160x210 task area"),
+    ("type", {"text": "x" * 501}, "at most 500 characters"),
+    ("press", {"key": "Shift+" * 20 + "A"}, "is not one key"),
+    ("press", {"key": "A" * 1000}, "is not one key"),
+    ("click", {"x": float("inf"), "y": 0}, "outside the 160x210 task area"),
+])
+async def test_every_tool_bounds_its_arguments(backend, name, arguments, error):
+    async with GUIEnv(names="click-button", observation="dom", max_turns=3, sandbox_backend=backend) as env:
+        await env.reset(env.tasks()[0], seed=1)
+        started = time.monotonic()
+        result = await env.step(Message(role="assistant", content="", tool_calls=[ToolCall(
+            id="c1", name=name, arguments=json.dumps(arguments))]))
+        assert error in result.observation[0].text, result.observation[0].text
+        assert env.trajectory.tool_errors == {"tool_raised": 1} and time.monotonic() - started < 5
+        fine = await env.step(call("scroll", dx=0, dy=1000))  # the largest scroll is still quick
+        assert fine.observation[0].text.startswith("Scrolled")
+
+
+BAD_PATHS = ["/miniwob/%00.html", "/%00", "/core/" + "a" * 300 + ".js", "/" + "b" * 5000,
+             "/miniwob/..%2f..%2f..%2fetc%2fpasswd", "/core/core.js/x", "/%ff%fe"]
+"""Request paths the file system refuses (a NUL byte, names too long), or that climb out or through a file."""
+
+
+async def test_requests_a_page_makes_for_impossible_paths_fail_no_other_episode(backend):
+    """A page asks for paths the file system refuses; its episode and a concurrent episode of another task
+    play on, and nothing of the host's paths reaches either trajectory."""
+    from agentgym.envs.gui.tasks import html_root
+
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=backend) as attacker, \
+            GUIEnv(names="enter-text", observation="dom", sandbox_backend=backend) as bystander:
+        await attacker.reset(attacker.tasks()[0], seed=1)
+        opening = (await bystander.reset(bystander.tasks()[0], seed=1))[1].text
+        statuses = await attacker._page.page.evaluate(
+            "async (paths) => Promise.all(paths.map(p => fetch(p).then(r => r.status, e => String(e))))", BAD_PATHS)
+        assert all(status == 404 for status in statuses), statuses
+        await asyncio.sleep(0.2)
+        (field,) = parse_dom(opening).find(tag="input_text")
+        await bystander.step(call("click_element", ref=field.ref))
+        typed = await bystander.step(call("type", text="hello"))   # a Playwright call on the shared connection
+        assert typed.observation[0].text == "Typed 'hello'.", typed.observation[0].text
+        clicked = await attacker.step(call("press", key="Tab"))
+        assert clicked.observation[0].text == "Pressed Tab."
+        for env in (attacker, bystander):
+            await env.end()
+            text = env.trajectory.model_dump_json()
+            assert env.trajectory.outcome == "truncated" and env.trajectory.failure is None
+            assert str(html_root()) not in text and "site-packages" not in text
