@@ -80,6 +80,7 @@ class Report:
         tests: One ``{"test", "passed", "error"?}`` per test statement, and per other statement that failed.
         calls: Requests relayed to the submission (calls, and operations on what they returned).
         timed_out: Time ran out: the submission's, or the tests' own.
+        tries: Gradings made: 2 when the first ran out of time (see :func:`verify`).
     """
 
     loaded: bool
@@ -87,6 +88,7 @@ class Report:
     tests: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 0
     timed_out: bool = False
+    tries: int = 1
 
     @property
     def passed(self) -> int:
@@ -123,6 +125,7 @@ async def verify(
     report = await _verify_once(data, solution, test_plan, sandbox, image, timeout)
     if report.timed_out:
         report = await _verify_once(data, solution, test_plan, sandbox, image, timeout)
+        report.tries = 2
     return report
 
 

@@ -103,6 +103,12 @@ def check(candidate):
     ("def check(candidate):\n    assert 1 == 1", "never uses the candidate"),
     ("def check(candidate):\n    return\n    assert candidate(1)", "cannot run on its own"),
     ("def check(candidate:", "does not parse"),
+    ("def check(candidate):\n    assert candidate(lambda x: x, [1]) == [1]", "passes the candidate a function"),
+    ("def key(x):\n    return -x\n\ndef check(candidate):\n    assert candidate([1, 2], key=key) == [2, 1]",
+     "passes the candidate a function"),
+    ("def check(candidate):\n    assert isinstance(candidate(), candidate)", "uses the candidate as a type"),
+    ("def check(candidate):\n    try:\n        candidate(1)\n    except candidate:\n        pass\n"
+     "    assert candidate(2)", "catches the candidate as an exception class"),
     (None, "must be strings"),
     (["def check(c): assert c(1)"], "must be strings"),
 ])
