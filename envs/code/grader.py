@@ -420,18 +420,23 @@ class Relay:
             text = message.get(key)
             if isinstance(text, str):
                 stream.write(text)
-        for name, bases, text, line in message.get("warnings", [])[:100]:
-            category = self._class(name, bases, Warning, UserWarning)
+        for name, bases, text, line, module, qualname in message.get("warnings", [])[:100]:
+            category = self._class(name, bases, Warning, UserWarning, module, qualname)
             warnings.warn_explicit(str(text), category, "<submission>", int(line), module=MODULE_NAME,
                                    registry=self.warned)
 
-    def _class(self, name: Any, bases: Any, root: type[BaseException], default: type[BaseException]) -> Any:
-        """The class named ``name``: the prompt's, a built-in, or one made under its nearest built-in base."""
+    def _class(self, name: Any, bases: Any, root: type[BaseException], default: type[BaseException],
+               module: Any = "", qualname: Any = "") -> Any:
+        """The class named ``name``: the prompt's; the one of a module the tests imported (``json.JSONDecodeError``);
+        a built-in; or one made under its nearest built-in base."""
         if not isinstance(name, str) or not isinstance(bases, list):
             raise plain.NotPlain("a malformed class")
         own = self.prompt_classes.get(name)
         if own is not None and issubclass(own, root):
             return own
+        imported = _imported_class(module, qualname)
+        if imported is not None and issubclass(imported, root):
+            return imported
         for base in bases[:50]:
             cls = getattr(builtins, base, None) if isinstance(base, str) else None
             if isinstance(cls, type) and issubclass(cls, root):
@@ -456,7 +461,8 @@ class Relay:
         if not isinstance(message, str):
             raise plain.NotPlain("a malformed exception")
         message = message[:MESSAGE_CHARS]
-        cls = self._class(name, raised.get("bases"), BaseException, Exception)
+        cls = self._class(name, raised.get("bases"), BaseException, Exception, raised.get("module"),
+                          raised.get("qualname"))
         stops = issubclass(cls, (StopIteration, StopAsyncIteration)) and not (op == "next" and cls is StopIteration)
         if not issubclass(cls, Exception) or stops:
             return CandidateFailure(f"the candidate raised {name}: {message}")
@@ -528,6 +534,17 @@ class Remote:
         return self._agentgym_relay.ask(self, "repr")  # type: ignore[no-any-return]
 
     __hash__ = object.__hash__
+
+
+def _imported_class(module: Any, qualname: Any) -> type[BaseException] | None:
+    """``module.qualname`` when the tests (or the prompt) imported that module and it names an exception
+    class; nothing is imported for it, and the grader's own modules are not looked in."""
+    if not (isinstance(module, str) and isinstance(qualname, str)) or module.startswith(("agentgym", "builtins")):
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split(".") if found is not None else ():
+        found = getattr(found, part, None) if part.isidentifier() else None
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
 def _failure(message: dict[str, Any], reply_bytes: int) -> str:

@@ -112,7 +112,8 @@ class Server:
             reply["stdin_read"] = given.tell()
         if caught:
             reply["warnings"] = [[w.category.__name__, [c.__name__ for c in w.category.__mro__], _message(w.message),
-                                  w.lineno if type(w.lineno) is int else 0] for w in caught[:100]]
+                                  w.lineno if type(w.lineno) is int else 0, _text(w.category.__module__),
+                                  _text(w.category.__qualname__)] for w in caught[:100]]
         self._send(reply)
 
     def _object(self, handle: Any) -> Any:
@@ -209,6 +210,7 @@ def _contents(value: Any, refs: plain.Refs, handle: Any) -> Any:
 def _exception(error: BaseException) -> dict[str, Any]:
     cls = type(error)
     return {"type": cls.__name__, "bases": [c.__name__ for c in cls.__mro__], "message": _message(error),
+            "module": _text(getattr(cls, "__module__", "")), "qualname": _text(getattr(cls, "__qualname__", "")),
             "args": _plain_or_none(error.args), "attrs": _plain_or_none(_attributes(error))}
 
 
@@ -224,6 +226,10 @@ def _plain_or_none(value: Any) -> Any:
         return plain.encode(value)
     except BaseException:
         return None
+
+
+def _text(value: Any) -> str:
+    return value[:200] if isinstance(value, str) else ""
 
 
 def _message(error: Any) -> str:

@@ -185,6 +185,27 @@ def check(candidate):
         ("def parse(text):\n    return int(text)\n",),
     ),
     Shape(
+        "an exception class of a module the test imports",
+        "def parse_json(text: str):\n    \"\"\"json.loads(text); json.JSONDecodeError for bad JSON.\"\"\"\n",
+        """
+import json
+
+
+def check(candidate):
+    for n in range(15):
+        assert candidate(f"[{n}]") == [n]
+        try:
+            candidate("[" * n + "x")
+            assert False
+        except json.JSONDecodeError as e:
+            assert e.pos == n and e.msg == "Expecting value"
+""",
+        "parse_json",
+        ("import json\ndef parse_json(text):\n    return json.loads(text)\n",),
+        ("import json\ndef parse_json(text):\n    try:\n        return json.loads(text)\n    except ValueError as e:\n"
+         "        raise ValueError(str(e))\n",),
+    ),
+    Shape(
         "a solution with a main guard",
         "def double(x: int) -> int:\n    \"\"\"Twice x.\"\"\"\n",
         """
