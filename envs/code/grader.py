@@ -10,9 +10,13 @@ of the submission's, code or object, ever exists in either process.
 The child runs the task's prompt (so the tests can use its helpers, such as HumanEval's ``poly``:
 the prompt's, never the submission's), the test module's top-level code, then each statement of
 ``check``'s body on its own (split by :mod:`~agentgym.envs.code.testplan` on the host), recording
-each test's result. ``candidate`` (and the entry point's name) is a :class:`Candidate`: each call
-is sent to the submission's sandbox as plain data, and what comes back is rebuilt by
-:func:`plain.decode`, so every comparison the tests make is between plain values and runs here.
+each test's result. ``candidate`` (and the entry point's name) is a :class:`Remote` for the
+submitted function: each call is sent to the submission's sandbox as plain data by the
+:class:`Relay`, and what comes back is rebuilt by :func:`plain.decode`, so every comparison the
+tests make is between plain values and runs here. What else a test in the candidate's process would
+see of the call comes back with it and is made to happen here (the arguments' changes, output,
+stdin read, warnings, the exception's class and ``args``): for every honest solution the verdict is
+plain Python's (docs/threat-model.md, "A call means what it means in Python").
 
 The host drives a verification with ``start(job, seconds)`` then one ``pump(reply, seconds)`` per
 candidate call: the server hands the child the submission's reply, reads the child's messages until
