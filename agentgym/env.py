@@ -109,6 +109,9 @@ class Env:
             crashing the episode. :class:`~agentgym.errors.ToolError` always does.
         verifier: Scores a finished episode; ``None`` scores 0. A plain function set in the class body
             is called with the episode only (it is not a method).
+        revealed_info: Keys of a reward's ``info`` that feedback may show the model word for word
+            (:meth:`feedback_report`). None by default: ``info`` holds what the grader saw, which may
+            be hidden from the model (a code task's tests and their expected values).
     """
 
     id: ClassVar[str] = ""
@@ -117,6 +120,7 @@ class Env:
     sandbox_image: ClassVar[str | None] = None
     model_errors: ClassVar[tuple[type[Exception], ...]] = ()
     verifier: ClassVar[Verifier | ScoreFn | None] = None  # spelled out: mypy binds self through the alias
+    revealed_info: ClassVar[tuple[str, ...]] = ()
     _tools: ClassVar[dict[str, ToolFunction]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -385,6 +389,19 @@ class Env:
         By default the constructor's ``user`` (a simulated user) answers, if there is one.
         """
         return await self.user.respond(self, text) if self.user is not None else None
+
+    def feedback_report(self, reward: Reward) -> dict[str, Any]:
+        """What feedback may tell the model about a graded final answer (``LanguageFeedback``'s teacher
+        reads it, and may quote it): the score, its components, the env's summary
+        (:meth:`feedback_details`) and the ``info`` keys the env's author named in :attr:`revealed_info`.
+        Never the rest of ``info``."""
+        details = self.feedback_details(reward)
+        details.update({key: reward.info[key] for key in self.revealed_info if key in reward.info})
+        return {"score": reward.value, "components": reward.components, "details": details}
+
+    def feedback_details(self, reward: Reward) -> dict[str, Any]:
+        """The env's summary of a reward's ``info`` that the model may see; nothing by default."""
+        return {}
 
     async def review(self, reward: Reward) -> list[Message] | None:
         """After a final answer scored ``reward``: messages give the model another try, ``None`` ends the episode.

@@ -63,9 +63,13 @@ Be concrete; do not write the solution for them."""
 class LanguageFeedback:
     """Language feedback: after a wrong final answer, an LLM (or any policy) writes what to fix.
 
-    The feedback model reads the task, the student's final answer and the verifier's report (its
-    components and details, e.g. which tests failed), as MINT's simulated teacher does. Its tokens,
-    cost and retries are recorded under the ``"feedback"`` role (``trajectory.usage_by_role``).
+    The feedback model reads the task, the student's final answer and what the env lets the model know
+    of the verifier's report (:meth:`~agentgym.env.Env.feedback_report`: the score, its components and
+    the env's summary, such as which tests failed and with which kind of error), as MINT's simulated
+    teacher does. It never reads the rest of the verifier's ``info`` (a code task's hidden tests and
+    their expected values), which a teacher that quotes what it reads would pass on to the model,
+    unless the env's author names those keys in ``revealed_info``. Its tokens, cost and retries are
+    recorded under the ``"feedback"`` role (``trajectory.usage_by_role``).
 
     Args:
         model: A litellm model string (a :class:`~agentgym.policies.LiteLLMPolicy` is made from it
@@ -94,8 +98,7 @@ class LanguageFeedback:
         if not _wants_another_try(env, reward, self.tries, self.threshold):
             return None
         assert env.task is not None
-        report = json.dumps({"score": reward.value, "components": reward.components, "details": reward.info},
-                            default=str)[: self.report_chars]
+        report = json.dumps(env.feedback_report(reward), default=str)[: self.report_chars]
         question = (f"Task:\n{env.task.prompt}\n\nStudent's final answer:\n{env.final_answer}\n\n"
                     f"Grader's report:\n{report}")
         messages = [Message(role="system", content=self.prompt), Message(role="user", content=question)]

@@ -15,6 +15,12 @@ removed (their shims, gone with them, are not counted: that undercounts the base
 
     python benchmarks/humaneval_reference.py            # 5 rounds, ~5 min
     python benchmarks/humaneval_reference.py --quick --out "$(mktemp -d)/h.json"   # smoke test
+
+``--versions OLD,NEW`` compares two checkouts of agentgym instead (no naive run): in each round, each
+of ``--kinds`` runs under each checkout in turn (a process each, with ``PYTHONPATH`` set to it), and
+the ratios NEW/OLD of CPU-ms per episode and of episodes per second are taken within the round::
+
+    python benchmarks/humaneval_reference.py --versions ../before,. --kinds docker,local --repeat 3
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import asyncio
 import json
 import os
 import shlex
+import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -181,13 +189,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--limit", type=int, default=164, help="tasks (HumanEval has 164)")
+    parser.add_argument("--kinds", default=f"docker,local,{NAIVE}",
+                        help="runs in each round, of docker, local and naive (without naive there is no ratio: "
+                             "e.g. to compare two versions of agentgym, run each with PYTHONPATH set to it)")
     run_options(parser, "humaneval_reference", repeat=5, quick="8 tasks, 2 rounds",
                 repeat_help="rounds of every run; medians are reported")
+    parser.add_argument("--versions", help="OLD,NEW: two agentgym checkouts to compare (see the module docstring)")
     args = parser.parse_args()
     if args.quick:
         args.limit, args.repeat = 8, 2
     info = run_info()
-    kinds = ["docker", "local", NAIVE]
+    kinds = args.kinds.split(",")
+    if args.versions:
+        compare_versions(args, kinds, info)
+        return
     runs: dict[str, list[dict[str, object]]] = {k: [] for k in kinds}
     try:
         for _ in range(args.repeat):  # rounds: each ratio compares runs made minutes apart, not an hour
@@ -200,15 +215,50 @@ def main() -> None:
         remove_cgroup_parent()
     rows = []
     for kind in kinds:
-        ratios = [r["episodes_per_s"] / n["episodes_per_s"] for r, n in zip(runs[kind], runs[NAIVE], strict=True)]
-        rows.append({"run": LABELS[kind], "summary": summarize(runs[kind]), "vs_naive": spread(ratios),
-                     "runs": runs[kind]})
+        ratios = [r["episodes_per_s"] / n["episodes_per_s"]
+                  for r, n in zip(runs[kind], runs.get(NAIVE, runs[kind]), strict=True)]
+        rows.append({"run": LABELS[kind], "summary": summarize(runs[kind]),
+                     "vs_naive": spread(ratios) if NAIVE in runs else None, "runs": runs[kind]})
     print(f"\nHumanEval reference, {args.limit} tasks, concurrency {args.concurrency}; median (min–max) of "
           f"{args.repeat} rounds\n{'run':<24} {'episodes/s':>20} {'CPU-ms/episode':>16} {'vs naive':>20}")
     for r in rows:
         s = r["summary"]
+        ratio = fmt(r["vs_naive"], "{:.1f}x") if r["vs_naive"] else "-"
         print(f"{r['run']:<24} {fmt(s['episodes_per_s'], '{:.2f}'):>20} {s['cpu_ms_per_episode']['median']:>16.0f} "
-              f"{fmt(r['vs_naive'], '{:.1f}x'):>20}")
+              f"{ratio:>20}")
+    save_results({"info": info, "args": run_args(args), "rows": rows}, args.out)
+
+
+def compare_versions(args: argparse.Namespace, kinds: list[str], info: dict[str, object]) -> None:
+    """Rounds of each kind under each of two checkouts, one process per run; NEW/OLD ratios within rounds."""
+    versions = [os.path.abspath(v) for v in args.versions.split(",")]
+    if len(versions) != 2:
+        raise SystemExit("--versions takes two checkouts: OLD,NEW")
+    runs: dict[tuple[str, str], list[dict[str, object]]] = {(k, v): [] for k in kinds for v in versions}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(args.repeat):
+            for kind in kinds:
+                for version in versions:
+                    out = Path(scratch) / f"{round_}-{kind}-{versions.index(version)}.json"
+                    subprocess.run([sys.executable, __file__, "--kinds", kind, "--repeat", "1", "--limit",
+                                    str(args.limit), "--concurrency", str(args.concurrency), "--out", str(out)],
+                                   env={**os.environ, "PYTHONPATH": version}, check=True, stdout=subprocess.DEVNULL)
+                    runs[kind, version].append(json.loads(out.read_text())["rows"][0]["runs"][0])
+    rows = []
+    print(f"\nHumanEval reference, {args.limit} tasks, concurrency {args.concurrency}; NEW ({versions[1]}) over "
+          f"OLD ({versions[0]}), median (min–max) of {args.repeat} rounds\n"
+          f"{'run':<18} {'OLD CPU-ms/ep':>14} {'NEW CPU-ms/ep':>14} {'CPU ratio':>20} {'episodes/s ratio':>20}")
+    for kind in kinds:
+        old, new = runs[kind, versions[0]], runs[kind, versions[1]]
+        cpu = spread([float(n["cpu_ms_per_episode"]) / float(o["cpu_ms_per_episode"])  # type: ignore[arg-type]
+                      for o, n in zip(old, new, strict=True)])
+        rate = spread([float(n["episodes_per_s"]) / float(o["episodes_per_s"])  # type: ignore[arg-type]
+                       for o, n in zip(old, new, strict=True)])
+        before, after = summarize(old), summarize(new)
+        rows.append({"run": LABELS[kind], "old": before, "new": after, "cpu_new_over_old": cpu,
+                     "rate_new_over_old": rate, "runs": {"old": old, "new": new}})
+        print(f"{LABELS[kind]:<18} {before['cpu_ms_per_episode']['median']:>14.0f} "
+              f"{after['cpu_ms_per_episode']['median']:>14.0f} {fmt(cpu, '{:.2f}x'):>20} {fmt(rate, '{:.2f}x'):>20}")
     save_results({"info": info, "args": run_args(args), "rows": rows}, args.out)
 
 

@@ -11,7 +11,9 @@ its output (``session`` with ``restart``), and for everything else (commands, fi
 
 The session runs untrusted code, so everything read from it is bounded here as in the agent: each
 output stream keeps ``cap`` bytes and drops the rest, the reply frame is at most :func:`reply_limit`
-bytes, and a frame that is not a length and JSON, a reply nobody asked for, or one that does not
+bytes (about ``cap``: so is its traceback, the one field of any size) and is read by its exact shape
+(:func:`parse_reply`: one linear scan, nothing that nests), and a frame that is not a length and
+that shape, a reply nobody asked for, or one that does not
 carry the current call's number (the real reply to a call whose code forged one to end it early)
 makes the session "garbled" (restarted). A session that stops reading its code or never answers is a timeout. Nothing
 is ever sent to the session but code frames, and it gets no descriptor of the host's.
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import select
 import socket
@@ -34,6 +35,7 @@ from agentgym.sandboxes.agent.agent import (
     READ_CHUNK,
     Capture,
     code_frame,
+    parse_reply,
     plain_reply,
     read_available,
     reply_limit,
@@ -263,11 +265,8 @@ class LentSession:
             return
         if len(frame) < LENGTH_DIGITS + size:
             return
-        try:
-            reply = json.loads(frame[LENGTH_DIGITS:LENGTH_DIGITS + size].decode("utf-8"))
-        except ValueError:  # UnicodeDecodeError included
-            reply = None
-        if not isinstance(reply, dict) or len(frame) > LENGTH_DIGITS + size or reply.get("call") != self._calls:
+        reply = parse_reply(bytes(frame[LENGTH_DIGITS:])) if len(frame) == LENGTH_DIGITS + size else None
+        if reply is None or reply["call"] != self._calls:
             self._give_up()  # not a reply, more than one, or not this call's (code forged one before it)
             return
         frame.clear()

@@ -12,7 +12,7 @@ from agentgym.env import Env
 from agentgym.errors import ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
-from agentgym.types import Task
+from agentgym.types import Reward, Task
 
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
@@ -96,6 +96,19 @@ class CodeEnv(Env):
             raise ToolError("the submission is empty")
         self.final_answer = code
         return "Submitted."
+
+    def feedback_details(self, reward: Reward) -> dict[str, Any]:
+        """Which tests passed, and the kind of error of each that failed; not the tests' sources or messages
+        (they hold the hidden inputs and expected values), unless the task says ``"feedback_messages": true``."""
+        messages = bool(self.task is not None and self.task.data.get("feedback_messages"))
+        tests = []
+        for test in reward.info.get("tests", []):
+            shown: dict[str, Any] = {"passed": test["passed"]}
+            if "error" in test:
+                shown["error"] = test["error"] if messages else test["error"].split(":", 1)[0][:80]
+            tests.append(shown)
+        verifier = str(reward.info.get("verifier", ""))
+        return {"tests": tests, "verifier": verifier if verifier in ("ok", "no submission") else "failed"}
 
     def answer_from_text(self, text: str) -> str:
         blocks = FENCED_CODE.findall(text)

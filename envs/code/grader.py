@@ -10,9 +10,13 @@ of the submission's, code or object, ever exists in either process.
 The child runs the task's prompt (so the tests can use its helpers, such as HumanEval's ``poly``:
 the prompt's, never the submission's), the test module's top-level code, then each statement of
 ``check``'s body on its own (split by :mod:`~agentgym.envs.code.testplan` on the host), recording
-each test's result. ``candidate`` (and the entry point's name) is a :class:`Candidate`: each call
-is sent to the submission's sandbox as plain data, and what comes back is rebuilt by
-:func:`plain.decode`, so every comparison the tests make is between plain values and runs here.
+each test's result. ``candidate`` (and the entry point's name) is a :class:`Remote` for the
+submitted function: each call is sent to the submission's sandbox as plain data by the
+:class:`Relay`, and what comes back is rebuilt by :func:`plain.decode`, so every comparison the
+tests make is between plain values and runs here. What else a test in the candidate's process would
+see of the call comes back with it and is made to happen here (the arguments' changes, output,
+stdin read, warnings, the exception's class and ``args``): for every honest solution the verdict is
+plain Python's (docs/threat-model.md, "A call means what it means in Python").
 
 The host drives a verification with ``start(job, seconds)`` then one ``pump(reply, seconds)`` per
 candidate call: the server hands the child the submission's reply, reads the child's messages until
@@ -24,6 +28,7 @@ pass for a frame (and what the tests print goes to ``/dev/null`` anyway).
 from __future__ import annotations
 
 import builtins
+import io
 import json
 import os
 import select
@@ -32,6 +37,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 
 TYPE_CHECKING = False  # typing is not imported at run time: the sandboxes would pay for it
 if TYPE_CHECKING:
@@ -46,6 +52,9 @@ SOURCE_CHARS = 300  # of each test's source, in its result
 ERROR_CHARS = 500  # of each failure's message
 MESSAGE_CHARS = 2000  # of an exception message from the submission
 FRAME_RESULTS_BYTES = 32 << 10  # results per frame before the host is asked to pump again
+MODULE_NAME = "solution"
+"""The tests' ``__name__``, as the solution's (not ``__main__``): what an in-process test of the solution
+module would see, and a main guard in either does not run."""
 
 
 class Server:
@@ -116,10 +125,12 @@ class Server:
         while True:
             message = self._receive(deadline)
             if message is None or message[0] == "done":
+                frame: dict[str, Any] = {"results": results, "done": True}
                 if message is None:
                     results += self._unfinished(seconds)
+                    frame["timed_out"] = self.timed_out
                 self._end()
-                self._emit({"results": results, "done": True})
+                self._emit(frame)
                 return
             kind = message[0]
             if kind == "finished":
@@ -229,28 +240,31 @@ class Channel:
 
 def _check(spec: dict[str, Any], channel: Channel) -> None:
     """Run the tests: ``spec`` is ``{"nonce", "prompt", "setup", "statements", "parameter", "entry_point",
-    "request_bytes"}``, the fields of a ``TestPlan`` (``statements`` as ``[source, code, is_test]``)
-    and the most one call's arguments may take (they must fit in the sandbox's output)."""
-    namespace: dict[str, Any] = {"__name__": "__main__"}
+    "request_bytes", "reply_bytes"}``, the fields of a ``TestPlan`` (``statements`` as ``[source, code,
+    is_test]``), the most one request may take (it must fit in the sandbox's output) and the most a reply may."""
+    namespace: dict[str, Any] = {"__name__": MODULE_NAME}
     _run_prompt(spec["prompt"], namespace)
+    prompt_classes = {name: value for name, value in namespace.items()
+                      if isinstance(value, type) and issubclass(value, BaseException)}
     try:
         exec(compile(spec["setup"], "<test>", "exec"), namespace)
     except BaseException as e:
         channel.send("task_error", "the task's test code failed before check ran: " + _describe(e))
         return
-    candidate = Candidate(channel, spec["request_bytes"])
+    relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes)
+    candidate = relay.remote([0, "function"])
     for name in (spec["parameter"], spec["entry_point"]):
         if name:
             namespace[name] = candidate
     for index, (source, code, is_test) in enumerate(spec["statements"]):
-        candidate.failure = None
+        relay.failure = None
         error = None
         try:
             exec(compile(code, "<test>", "exec"), namespace)
         except BaseException as e:
             error = _describe(e)
-        if error is None and candidate.failure is not None:
-            error = "the test caught a failed call: " + candidate.failure
+        if error is None and relay.failure is not None:
+            error = "the test caught a failed call: " + relay.failure
         channel.send("finished", index, _result(source, error) if is_test or error is not None else None)
     channel.send("done")
 
@@ -263,52 +277,290 @@ class CandidateFailure(BaseException):
     """
 
 
-class Candidate:
-    """Stands for the submitted function: sends each call's arguments to it and rebuilds what comes back.
+class RelayFailure(BaseException):
+    """The relay could not carry a call as an in-process call would go: the test passed something that
+    cannot cross (a function, an object), or more than a request may carry. Not the candidate's doing,
+    so never an exception of the kind the candidate raises: like :class:`CandidateFailure`, a test
+    cannot catch it, and the statement fails with the reason."""
+
+
+class Relay:
+    """Carries the tests' operations on the submission's objects (the candidate, and what it returned
+    that is not plain data) to the submission's sandbox, and what they did back.
+
+    What crosses back is what a test in the candidate's process would have seen: the return value
+    (the test's own argument where the candidate returned it), the exception with its ``args`` (as
+    the prompt's own class where the prompt defines one by that name), the new contents of the
+    arguments it changed (copied into the test's objects), what it printed (written to the test's
+    ``sys.stdout`` and ``sys.stderr``), what it read of the test's ``sys.stdin`` and the warnings it
+    issued (issued again here, under the test's filters).
 
     Attributes:
-        failure: The last :class:`CandidateFailure` in the current statement, caught or not.
+        failure: The last failure (:class:`CandidateFailure`, :class:`RelayFailure`) in the current
+            statement, caught or not.
     """
 
-    def __init__(self, channel: Channel, request_bytes: int) -> None:
+    def __init__(self, channel: Channel, request_bytes: int, reply_bytes: int,
+                 prompt_classes: dict[str, type[BaseException]]) -> None:
         self.channel = channel
         self.request_bytes = request_bytes
+        self.reply_bytes = reply_bytes
+        self.prompt_classes = prompt_classes
+        self.remotes: dict[int, Remote] = {}
         self.failure: str | None = None
+        self.stdin, self.input = sys.stdin, builtins.input  # as the tests found them
+        self.warned: dict[Any, Any] = {}  # the warnings registry of the submission's "module"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def remote(self, payload: Any) -> Remote:
+        """The proxy for the submission's object ``[handle, type name]``: one per handle."""
+        if not (isinstance(payload, list) and len(payload) == 2 and type(payload[0]) is int
+                and isinstance(payload[1], str)):
+            raise plain.NotPlain("a malformed handle")
+        found = self.remotes.get(payload[0])
+        if found is None:
+            found = self.remotes[payload[0]] = Remote(self, payload[0], payload[1][:100])
+        return found
+
+    def ask(self, target: Remote, op: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+            name: str | None = None) -> Any:
+        """Carry out ``op`` on ``target`` in the submission's sandbox; its result, or raise what it raised."""
         try:
-            request = plain.dumps({"args": list(args), "kwargs": kwargs})
-        except (plain.NotPlain, ValueError, RecursionError) as e:
-            raise TypeError(f"the test passed the candidate something that is not plain data: {e}") from None
-        if len(request) > self.request_bytes:
-            raise ValueError(f"the arguments take {len(request)} bytes as plain data, over the "
-                             f"{self.request_bytes} the grader's sandbox can pass on")
-        self.channel.send("call", request)
-        try:
-            return _outcome(self.channel.receive())
-        except CandidateFailure as e:
-            self.failure = str(e)
+            return self._ask(target, op, args, kwargs, name)
+        except (CandidateFailure, RelayFailure) as e:
+            self.failure = f"{type(e).__name__}: {e}"
             raise
 
+    def _ask(self, target: Remote, op: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None,
+             name: str | None) -> Any:
+        refs = plain.Refs()
+        try:
+            payload = plain.encode([list(args), dict(kwargs or {})], refs, self._handle, exact=True)
+        except (plain.NotPlain, RecursionError) as e:
+            raise RelayFailure(f"the test passed the candidate what cannot cross to its sandbox: {e}") from None
+        request: dict[str, Any] = {"op": op, "target": target._agentgym_handle, "args": payload}
+        if name is not None:
+            request["name"] = name
+        stdin = self._stdin()
+        if stdin is not None:
+            request["stdin"] = stdin[1]
+        text = json.dumps(request)
+        size = len(json.dumps(text))  # as it travels, in a frame
+        if size > self.request_bytes:
+            raise RelayFailure(f"the arguments take {size} bytes as plain data, over the "
+                               f"{self.request_bytes} the relay can pass on")
+        self.channel.send("call", text)
+        return self._outcome(self.channel.receive(), refs, op, stdin)
 
-def _outcome(reply: str) -> Any:
-    """The value the submission's reply stands for; raise what it raised, or CandidateFailure."""
-    try:
-        message = json.loads(reply)
-        if not isinstance(message, dict) or len(message) != 1:
-            raise plain.NotPlain("not a one-key object")
-        ((kind, body),) = message.items()
-        if kind == "value":
-            return plain.decode(body)
-        if kind == "raised":
-            error = _rebuild(body)
-        elif kind in ("failed", "unsendable") and isinstance(body, str):
-            error = CandidateFailure(body[:MESSAGE_CHARS])
-        else:
-            raise plain.NotPlain(f"an unknown reply {kind!r}")
-    except (ValueError, plain.NotPlain, RecursionError) as e:
-        error = CandidateFailure(f"the submission's reply is not plain data: {str(e)[:200]}")
-    raise error
+    def _handle(self, value: Any) -> dict[str, int]:
+        if isinstance(value, Remote) and value._agentgym_relay is self:
+            return {"handle": value._agentgym_handle}
+        raise plain.NotPlain(f"a value of type {type(value).__name__} is not plain data")
+
+    def _stdin(self) -> tuple[io.StringIO, str] | None:
+        """The test's own stdin, when it gave the candidate one (an ``io.StringIO``), and what is left of it."""
+        if builtins.input is not self.input:
+            raise RelayFailure("the test replaced input(), which the candidate's sandbox cannot see: "
+                               "give it sys.stdin = io.StringIO(...) instead")
+        stdin = sys.stdin
+        if stdin is self.stdin:
+            return None
+        if type(stdin) is not io.StringIO:
+            raise RelayFailure(f"the test's sys.stdin is a {type(stdin).__name__}, which cannot cross: "
+                               "only an io.StringIO can")
+        return stdin, stdin.getvalue()[stdin.tell():]
+
+    def _outcome(self, reply: str, refs: plain.Refs, op: str, stdin: tuple[io.StringIO, str] | None) -> Any:
+        """What the submission's ``reply`` stands for; its side effects made here first."""
+        try:
+            message = json.loads(reply)
+            if not isinstance(message, dict):
+                raise plain.NotPlain("not an object")
+            arguments = len(refs.objects)
+            if "value" in message:
+                value = plain.decode(message["value"], refs, self.remote)
+                error = None
+            elif "raised" in message:
+                error = self._rebuild(message["raised"], op)
+            else:
+                raise CandidateFailure(_failure(message, self.reply_bytes))
+            self._mutate(message.get("mutated", []), refs, arguments)
+            self._effects(message, stdin)
+        except (ValueError, plain.NotPlain, RecursionError, AttributeError, TypeError) as e:
+            raise CandidateFailure(f"the submission's reply is not plain data: {str(e)[:200]}") from None
+        if error is not None:
+            raise error
+        return value
+
+    def _mutate(self, mutated: Any, refs: plain.Refs, arguments: int) -> None:
+        """Copy the new contents of the arguments the call changed (``arguments``: the first ones in
+        ``refs``) into the test's own objects."""
+        if not isinstance(mutated, list):
+            raise plain.NotPlain("malformed mutations")
+        for index, contents in mutated:
+            target = refs.objects[index] if type(index) is int and 0 <= index < arguments else None
+            if not isinstance(target, (list, dict, set, bytearray)) or not isinstance(contents, (list, dict)):
+                raise plain.NotPlain("a mutation of no mutable argument")
+            if isinstance(target, bytearray):
+                target[:] = plain.decode(contents)
+            elif isinstance(target, dict):
+                items = [(plain.decode(k, refs, self.remote), plain.decode(v, refs, self.remote))
+                         for k, v in contents]
+                target.clear()
+                target.update(items)
+            else:
+                parts = [plain.decode(v, refs, self.remote) for v in contents]
+                if isinstance(target, list):
+                    target[:] = parts
+                else:
+                    target.clear()
+                    target.update(parts)
+
+    def _effects(self, message: dict[str, Any], stdin: tuple[io.StringIO, str] | None) -> None:
+        """What the call printed, read and warned, as a test in its process would see it."""
+        read = message.get("stdin_read", 0)
+        if stdin is not None and type(read) is int and 0 < read <= len(stdin[1]):
+            stdin[0].seek(stdin[0].tell() + read)
+        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
+            text = message.get(key)
+            if isinstance(text, str):
+                stream.write(text)
+        for name, bases, text, line, module, qualname in message.get("warnings", [])[:100]:
+            category = self._class(name, bases, Warning, UserWarning, module, qualname)
+            warnings.warn_explicit(str(text), category, "<submission>", int(line), module=MODULE_NAME,
+                                   registry=self.warned)
+
+    def _class(self, name: Any, bases: Any, root: type[BaseException], default: type[BaseException],
+               module: Any = "", qualname: Any = "") -> Any:
+        """The class named ``name``: the prompt's; the one of a module the tests imported (``json.JSONDecodeError``);
+        a built-in; or one made under its nearest built-in base."""
+        if not isinstance(name, str) or not isinstance(bases, list):
+            raise plain.NotPlain("a malformed class")
+        own = self.prompt_classes.get(name)
+        if own is not None and issubclass(own, root):
+            return own
+        imported = _imported_class(module, qualname)
+        if imported is not None and issubclass(imported, root):
+            return imported
+        for base in bases[:50]:
+            cls = getattr(builtins, base, None) if isinstance(base, str) else None
+            if isinstance(cls, type) and issubclass(cls, root):
+                if cls.__name__ == name or not name.isidentifier():
+                    return cls
+                return type(name, (cls,), {"__module__": MODULE_NAME})
+        return type(name if name.isidentifier() else "CandidateError", (default,), {"__module__": MODULE_NAME})
+
+    def _rebuild(self, raised: Any, op: str) -> BaseException:
+        """The exception the submission raised, as the test would have caught it.
+
+        Its class is the prompt's when the prompt defines one by that name, else the built-in one,
+        else a class of that name under its nearest built-in base (``except ValueError`` catches a
+        ``MyError(ValueError)``); its ``args`` and attributes are the original's where they are plain
+        data. Exits and interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions
+        a test could catch; so is ``StopIteration`` except from ``next()``, which would otherwise end a
+        test's loop early (``all(map(lambda x: candidate(x) == f(x), xs))`` would pass having checked nothing).
+        """
+        if not isinstance(raised, dict):
+            raise plain.NotPlain("a malformed exception")
+        name, message = raised.get("type"), raised.get("message")
+        if not isinstance(message, str):
+            raise plain.NotPlain("a malformed exception")
+        message = message[:MESSAGE_CHARS]
+        cls = self._class(name, raised.get("bases"), BaseException, Exception, raised.get("module"),
+                          raised.get("qualname"))
+        stops = issubclass(cls, (StopIteration, StopAsyncIteration)) and not (op == "next" and cls is StopIteration)
+        if not issubclass(cls, Exception) or stops:
+            return CandidateFailure(f"the candidate raised {name}: {message}")
+        args = raised.get("args")
+        args = tuple(plain.decode(args)) if isinstance(args, dict) and "tuple" in args else (message,)
+        try:
+            error = cls(*args) if cls.__module__ == "builtins" else cls.__new__(cls, *args)
+            error.args = args
+        except Exception:  # e.g. UnicodeDecodeError needs five arguments
+            error = type(str(name), (Exception,), {"__module__": MODULE_NAME})(*args)
+        attrs = raised.get("attrs")
+        if isinstance(attrs, dict) and "dict" in attrs:
+            for key, value in plain.decode(attrs).items():
+                if isinstance(key, str) and key.isidentifier() and not key.startswith("__"):
+                    try:
+                        setattr(error, key, value)
+                    except Exception:
+                        pass
+        return error
+
+
+class Remote:
+    """Stands for an object of the submission's (the candidate itself, a generator or an instance it
+    returned): calls, attributes, iteration, ``len``, ``bool``, ``str``, ``repr``, ``in`` and ``[]``
+    are carried to it. Comparisons are not: the grader never asks the submission whether its object
+    equals something, so a remote object equals only itself."""
+
+    __slots__ = ("_agentgym_handle", "_agentgym_relay", "_agentgym_type")
+
+    def __init__(self, relay: Relay, handle: int, kind: str) -> None:
+        object.__setattr__(self, "_agentgym_relay", relay)
+        object.__setattr__(self, "_agentgym_handle", handle)
+        object.__setattr__(self, "_agentgym_type", kind)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._agentgym_relay.ask(self, "call", args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return self._agentgym_relay.ask(self, "getattr", name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._agentgym_relay.ask(self, "setattr", (value,), name=name)
+
+    def __delattr__(self, name: str) -> None:
+        self._agentgym_relay.ask(self, "delattr", name=name)
+
+    def __iter__(self) -> Any:
+        return self._agentgym_relay.ask(self, "iter")
+
+    def __next__(self) -> Any:
+        return self._agentgym_relay.ask(self, "next")
+
+    def __len__(self) -> int:
+        return self._agentgym_relay.ask(self, "len")  # type: ignore[no-any-return]
+
+    def __bool__(self) -> bool:
+        return self._agentgym_relay.ask(self, "bool")  # type: ignore[no-any-return]
+
+    def __contains__(self, item: Any) -> bool:
+        return self._agentgym_relay.ask(self, "contains", (item,))  # type: ignore[no-any-return]
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._agentgym_relay.ask(self, "getitem", (key,))
+
+    def __str__(self) -> str:
+        return self._agentgym_relay.ask(self, "str")  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return self._agentgym_relay.ask(self, "repr")  # type: ignore[no-any-return]
+
+    __hash__ = object.__hash__
+
+
+def _imported_class(module: Any, qualname: Any) -> type[BaseException] | None:
+    """``module.qualname`` when the tests (or the prompt) imported that module and it names an exception
+    class; nothing is imported for it, and the grader's own modules are not looked in."""
+    if not (isinstance(module, str) and isinstance(qualname, str)) or module.startswith(("agentgym", "builtins")):
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split(".") if found is not None else ():
+        found = getattr(found, part, None) if part.isidentifier() else None
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
+
+
+def _failure(message: dict[str, Any], reply_bytes: int) -> str:
+    """Why a reply carries no outcome: the host's word for a call that failed, or the submission's
+    for a value it could not send."""
+    if type(message.get("too_big")) is int:
+        return (f"the call's reply (its return value, what it printed and changed) takes {message['too_big']} "
+                f"bytes, over the {reply_bytes} one call may return")
+    for key in ("failed", "unsendable"):
+        if isinstance(message.get(key), str):
+            return str(message[key])[:MESSAGE_CHARS]
+    raise plain.NotPlain("an unknown reply")
 
 
 def _run_prompt(prompt: str, namespace: dict[str, Any]) -> None:
@@ -326,39 +578,9 @@ def _run_prompt(prompt: str, namespace: dict[str, Any]) -> None:
                 pass
 
 
-def _rebuild(raised: Any) -> BaseException:
-    """The exception the submission's function raised, as the nearest built-in exception class.
-
-    A class the grader does not have (``MyError(ValueError)``) becomes a subclass of its nearest
-    built-in base with the same name, so ``except ValueError`` still catches it. Exits and
-    interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions a test could
-    catch; so is ``StopIteration``, which would otherwise end a test's loop early
-    (``all(map(lambda x: candidate(x) == f(x), xs))`` would pass having checked nothing).
-    """
-    if not isinstance(raised, dict):
-        raise plain.NotPlain("a malformed exception")
-    name, bases, message = raised.get("type"), raised.get("bases"), raised.get("message")
-    if not (isinstance(name, str) and isinstance(message, str) and isinstance(bases, list)):
-        raise plain.NotPlain("a malformed exception")
-    message = message[:MESSAGE_CHARS]
-    if not name.isidentifier():
-        name = "CandidateError"
-    for base in [name, *bases[:50]]:
-        cls = getattr(builtins, base, None) if isinstance(base, str) else None
-        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-            continue
-        if not issubclass(cls, Exception) or issubclass(cls, (StopIteration, StopAsyncIteration)):
-            return CandidateFailure(f"the candidate raised {name}: {message}")
-        try:
-            return (cls if cls.__name__ == name else type(name, (cls,), {"__module__": "submission"}))(message)
-        except Exception:  # e.g. UnicodeDecodeError needs five arguments: try its base
-            continue
-    return type(name, (Exception,), {"__module__": "submission"})(message)
-
-
 def _describe(error: BaseException) -> str:
-    if isinstance(error, CandidateFailure):
-        return f"CandidateFailure: {error}"[:ERROR_CHARS]
+    if isinstance(error, (CandidateFailure, RelayFailure)):
+        return f"{type(error).__name__}: {error}"[:ERROR_CHARS]
     return "".join(traceback.format_exception_only(type(error), error)).strip()[:ERROR_CHARS]
 
 

@@ -1,23 +1,35 @@
-"""Runs in the submission's sandbox: defines the submitted function, then answers calls with plain data.
+"""Runs in the submission's sandbox: defines the submitted function, then answers requests with plain data.
 
 Sent with :mod:`plain` into a fresh sandbox by :mod:`~agentgym.envs.code.verifier` (stdlib only,
 Python 3.8+). Nothing here is trusted: the submission runs in this process and can change any of it
 (replace ``json.dumps``, print anything, walk the stack, exit). That is fine, because all the
-grader accepts from here is one reply per call, rebuilt on its side as plain data; the worst a
-submission can do to this code is choose what its own function appears to return, which it could
-do anyway. Replies are printed as ``marker + JSON`` on a line so that the function's own prints
-(sent to a sink while it runs) do not get in the way; the marker is not a secret.
+grader accepts from here is one reply per request, rebuilt on its side as plain data; the worst a
+submission can do to this code is choose what its own function appears to do, which it could do
+anyway. Replies are printed as ``marker + JSON`` on a line so that the function's own prints
+(captured while it runs) do not get in the way; the marker is not a secret.
 
-A reply is one of ``{"value": encoded}``, ``{"raised": {"type", "bases", "message"}}`` (the
-exception's class name, the names of its classes' MRO, and its message) or ``{"unsendable": why}``.
+A request (:meth:`Server.request`) is one operation on an object of the submission's: call it, get or
+set an attribute, ``iter``, ``next``, ``len``, ``bool``, ``str``, ``repr``, ``in``, ``[]``. Object 0 is
+the entry point; others are handles the grader was given for values that are not plain data (a
+generator, an instance of the task's class). Its arguments are encoded with :class:`plain.Refs`, and
+so is the reply, which is one of
+
+- ``{"value": encoded}`` or ``{"raised": {"type", "bases", "message", "args", "attrs"}}`` (the
+  exception's class name, the names of its MRO, its message, and its ``args`` and attributes where
+  they are plain data), with what the operation did that a test in the same process would see:
+  ``mutated`` (the new contents of each argument it changed), ``out`` and ``err`` (what it printed),
+  ``stdin_read`` (characters it read of the stdin the test gave it) and ``warnings``;
+- ``{"too_big": bytes}`` when all that is over what a reply may carry.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 import traceback
+import warnings
 
 TYPE_CHECKING = False  # typing is not imported at run time: the sandboxes would pay for it
 if TYPE_CHECKING:
@@ -29,63 +41,113 @@ except ImportError:  # in the submission's sandbox, where it is sent as a top-le
     import agentgym_plain as plain  # type: ignore[import-not-found, no-redef]
 
 MESSAGE_CHARS = 2000  # of an exception's message
+MODULE_NAME = "solution"  # the solution's ``__name__``: not ``__main__``, so its main guard does not run
+MUTABLE = (list, dict, set, bytearray)
 
 
 class Server:
-    """The submitted function and the way to call it.
+    """The submitted function, the objects handed out for it, and the way to operate on them.
 
     Args:
-        job: ``{"marker", "prelude", "prompt", "solution", "entry_point", "reply_bytes"}``:
-            ``prelude`` is the prompt's import lines, run before the solution (which may forget
-            them); a solution that is only a function body (an ``IndentationError`` alone) is run
-            after the prompt; ``reply_bytes`` bounds a reply.
+        job: ``{"marker", "prelude", "prompt", "solution", "entry_point", "reply_bytes"}``: the
+            solution runs after the prompt (whose helpers it may use) or, when the prompt is not
+            code, after ``prelude`` (the prompt's import lines); a solution that is only a function
+            body (an ``IndentationError`` alone) is run appended to the prompt; ``reply_bytes``
+            bounds a reply.
     """
 
     def __init__(self, job: dict[str, Any]) -> None:
         self.marker = job["marker"]
         self.reply_bytes = job["reply_bytes"]
-        self.function: Any = None
-        out = sys.stdout, sys.stderr
+        self.objects: list[Any] = [None]  # by handle; 0 is the entry point
+        self.handles: dict[int, int] = {}  # id of a handed-out object -> its handle
+        out = sys.stdout, sys.stderr, sys.stdin
         sys.stdout = sys.stderr = open(os.devnull, "w")
+        sys.stdin = io.StringIO("")
         try:
-            self.function = _define(job)
+            self.objects[0] = _define(job)
             reply: dict[str, Any] = {"loaded": True}
         except BaseException as e:
             reply = {"error": "".join(traceback.format_exception_only(type(e), e)).strip()[:MESSAGE_CHARS]}
         finally:
-            sys.stdout, sys.stderr = out
+            sys.stdout, sys.stderr, sys.stdin = out
         self._send(reply)
 
-    def call(self, request: str) -> None:
-        """Call the function with the arguments in ``request`` (plain JSON); print the reply."""
-        call = plain.loads(request)
-        out = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = open(os.devnull, "w")
+    def request(self, text: str) -> None:
+        """Carry out the request in ``text`` (``{"op", "target", "args", "name"?, "stdin"?}``); print the reply."""
+        spec = json.loads(text)
+        refs = plain.Refs()
+        args, kwargs = plain.decode(spec["args"], refs, self._object)
+        arguments = list(refs.objects)
+        before = [_state(v) if isinstance(v, MUTABLE) else None for v in arguments]
+        stdin = spec.get("stdin")
+        out, err = io.StringIO(), io.StringIO()
+        saved = sys.stdout, sys.stderr, sys.stdin
+        sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO(stdin or "")
+        given = sys.stdin
+        caught: list[Any] = []
+        value = failure = None
         try:
-            value = self.function(*call["args"], **call["kwargs"])
-            try:
-                reply: dict[str, Any] = {"value": plain.encode(value)}
-            except (plain.NotPlain, RecursionError) as e:
-                reply = {"unsendable": f"the function returned something that is not plain data: {e}"}
-        except BaseException as e:
-            reply = {"raised": {"type": type(e).__name__, "bases": [c.__name__ for c in type(e).__mro__],
-                                "message": _message(e)}}
+            with warnings.catch_warnings(record=True) as log:
+                caught = log
+                warnings.simplefilter("always")
+                value = _operate(self._object(spec["target"]), spec["op"], spec.get("name"), args, kwargs)
+        except BaseException as e:  # SystemExit and the rest: the grader decides what they mean
+            failure = e
         finally:
-            sys.stdout, sys.stderr = out
+            sys.stdout, sys.stderr, sys.stdin = saved
+        try:
+            reply: dict[str, Any] = {"raised": _exception(failure)} if failure is not None else {
+                "value": plain.encode(value, refs, self._handle)}
+            mutated = [[index, _contents(arg, refs, self._handle)] for index, arg in enumerate(arguments)
+                       if before[index] is not None and _state(arg) != before[index]]
+        except RecursionError as e:
+            reply, mutated = {"unsendable": f"a value nests too deeply to send: {e}"[:MESSAGE_CHARS]}, []
+        if mutated:
+            reply["mutated"] = mutated
+        for key, stream in (("out", out), ("err", err)):
+            if stream.tell():
+                reply[key] = stream.getvalue()
+        if stdin is not None and given.tell():
+            reply["stdin_read"] = given.tell()
+        if caught:
+            reply["warnings"] = [[w.category.__name__, [c.__name__ for c in w.category.__mro__], _message(w.message),
+                                  w.lineno if type(w.lineno) is int else 0, _text(w.category.__module__),
+                                  _text(w.category.__qualname__)] for w in caught[:100]]
         self._send(reply)
+
+    def _object(self, handle: Any) -> Any:
+        if type(handle) is not int or not 0 <= handle < len(self.objects):
+            raise plain.NotPlain(f"no object {handle!r}")
+        return self.objects[handle]
+
+    def _handle(self, value: Any) -> dict[str, Any]:
+        """A handle for a value that is not plain data: the same one for the same object."""
+        handle = self.handles.get(id(value))
+        if handle is None or self.objects[handle] is not value:
+            handle = self.handles[id(value)] = len(self.objects)
+            self.objects.append(value)
+        return {"handle": [handle, type(value).__name__]}
 
     def _send(self, reply: dict[str, Any]) -> None:
-        text = json.dumps(reply, allow_nan=False)
+        try:
+            text = json.dumps(reply, allow_nan=False)
+        except (ValueError, RecursionError) as e:
+            text = json.dumps({"raised": {"type": "RecursionError", "bases": ["RecursionError", "Exception"],
+                                          "message": str(e)[:MESSAGE_CHARS], "args": None, "attrs": None}})
         if len(text) > self.reply_bytes:
-            text = json.dumps({"unsendable": f"the return value takes {len(text)} bytes as plain data, "
-                                             f"over the {self.reply_bytes} a call may return"})
+            text = json.dumps({"too_big": len(text)})
         sys.stdout.write(self.marker + text + "\n")
         sys.stdout.flush()
 
 
 def _define(job: dict[str, Any]) -> Any:
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    exec(compile(job["prelude"], "<prompt imports>", "exec"), namespace)
+    namespace: dict[str, Any] = {"__name__": MODULE_NAME}
+    try:
+        exec(compile(job["prompt"], "<prompt>", "exec"), namespace)
+    except BaseException:
+        namespace = {"__name__": MODULE_NAME}
+        exec(compile(job["prelude"], "<prompt imports>", "exec"), namespace)
     try:
         exec(compile(job["solution"], "<submission>", "exec"), namespace)
     except IndentationError:
@@ -96,7 +158,81 @@ def _define(job: dict[str, Any]) -> Any:
     return function
 
 
-def _message(error: BaseException) -> str:
+def _operate(target: Any, op: str, name: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if op == "call":
+        return target(*args, **kwargs)
+    if op == "getattr":
+        return getattr(target, name)
+    if op == "setattr":
+        return setattr(target, name, args[0])
+    if op == "delattr":
+        return delattr(target, name)
+    if op == "getitem":
+        return target[args[0]]
+    if op == "contains":
+        return args[0] in target
+    if op == "next":
+        return next(target)
+    single: Any = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": repr}.get(op)
+    if single is None:
+        raise plain.NotPlain(f"no operation {op!r}")
+    return single(target)
+
+
+def _state(value: Any) -> str:
+    """What a test could see of a mutable argument's contents, to tell whether the call changed them:
+    its parts that are containers by identity, the others by their plain-data text (-0.0 is not 0.0)."""
+    if isinstance(value, bytearray):
+        return value.hex()
+    if isinstance(value, dict):
+        return repr([(_part(k), _part(v)) for k, v in value.items()])
+    return repr([_part(v) for v in value])
+
+
+def _part(value: Any) -> Any:
+    if isinstance(value, plain.CONTAINERS):
+        return id(value)
+    try:
+        return json.dumps(plain.encode(value), allow_nan=False)
+    except (plain.NotPlain, ValueError, RecursionError):
+        return id(value)
+
+
+def _contents(value: Any, refs: plain.Refs, handle: Any) -> Any:
+    """A mutable argument's new contents, encoded against ``refs`` (the argument itself is already in it)."""
+    if isinstance(value, bytearray):
+        return plain.encode(bytes(value))
+    if isinstance(value, dict):
+        return [[plain.encode(k, refs, handle), plain.encode(v, refs, handle)] for k, v in value.items()]
+    return [plain.encode(v, refs, handle) for v in value]
+
+
+def _exception(error: BaseException) -> dict[str, Any]:
+    cls = type(error)
+    return {"type": cls.__name__, "bases": [c.__name__ for c in cls.__mro__], "message": _message(error),
+            "module": _text(getattr(cls, "__module__", "")), "qualname": _text(getattr(cls, "__qualname__", "")),
+            "args": _plain_or_none(error.args), "attrs": _plain_or_none(_attributes(error))}
+
+
+def _attributes(error: BaseException) -> dict[str, Any]:
+    try:
+        return {k: v for k, v in vars(error).items() if isinstance(k, str) and not k.startswith("__")}
+    except TypeError:
+        return {}
+
+
+def _plain_or_none(value: Any) -> Any:
+    try:
+        return plain.encode(value)
+    except BaseException:
+        return None
+
+
+def _text(value: Any) -> str:
+    return value[:200] if isinstance(value, str) else ""
+
+
+def _message(error: Any) -> str:
     try:
         return str(error)[:MESSAGE_CHARS]
     except BaseException:

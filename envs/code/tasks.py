@@ -2,7 +2,9 @@
 
 A task row has HumanEval's fields: ``task_id``, ``prompt`` (signature and docstring), ``test`` (a
 ``check(candidate)`` function), ``entry_point`` (the function's name) and, optionally,
-``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it). A task
+``canonical_solution`` (a body that completes ``prompt``; the reference policy replays it) and
+``feedback_messages`` (``true``: feedback may quote a failed test's error message, which can hold its
+inputs and expected value; by default it names only the error's kind). A task
 whose ``test`` cannot grade anything (no ``check``, or no test statement in it) is refused on load.
 """
 
@@ -60,5 +62,6 @@ def _task_from_row(row: dict[str, Any]) -> Task:
     return Task(
         id=row["task_id"],
         prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",
-        data={k: row.get(k) for k in (*REQUIRED_FIELDS, "canonical_solution")},
+        data={**{k: row.get(k) for k in (*REQUIRED_FIELDS, "canonical_solution")},
+              "feedback_messages": row.get("feedback_messages") is True},
     )

@@ -47,7 +47,8 @@ def plan(test: Any, entry_point: Any) -> TestPlan:
 
     Raises:
         TaskError: The test does not parse, defines no ``check``, has no test statement, never
-            uses the candidate, or has a statement that cannot run on its own (``return``).
+            uses the candidate, has a statement that cannot run on its own (``return``), or does
+            with the candidate what cannot cross to its sandbox (passes it a function, uses it as a type).
     """
     if not isinstance(test, str) or not isinstance(entry_point, str):
         raise TaskError("the task's test and entry_point must be strings")
@@ -82,9 +83,35 @@ def _plan(test: str, entry_point: str) -> TestPlan:
     names = {n for n in (parameter, entry_point) if n is not None}
     if not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(check)):
         raise TaskError(f"check never uses the candidate ({' or '.join(sorted(names))})")
+    crossing = _what_cannot_cross(module, names)
+    if crossing:
+        raise TaskError(f"{crossing}; the candidate runs in a sandbox of its own and only plain data crosses to it "
+                        "(docs/threat-model.md), so it would be graded differently from an in-process call")
     first, last = _first_line(check), check.end_lineno or check.lineno
     setup = b"\n".join(b"" if first <= number <= last else line for number, line in enumerate(lines, 1))
     return TestPlan(setup.decode("utf-8"), parameter, tuple(statements))
+
+
+def _what_cannot_cross(module: ast.Module, names: set[str]) -> str | None:
+    """What the test does with the candidate that cannot cross to the candidate's sandbox, if anything:
+    passing it a function (a ``lambda`` or a function the test defines), or using it as a type
+    (``isinstance(x, candidate)``, ``except candidate``)."""
+    functions = {n.name for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(module):
+        if _calls(node, names):
+            assert isinstance(node, ast.Call)
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                value = arg.value if isinstance(arg, ast.Starred) else arg
+                if isinstance(value, ast.Lambda) or (isinstance(value, ast.Name) and value.id in functions):
+                    return f"line {node.lineno}: the test passes the candidate a function"
+        if _calls(node, {"isinstance", "issubclass"}):
+            assert isinstance(node, ast.Call)
+            if any(isinstance(n, ast.Name) and n.id in names for arg in node.args[1:] for n in ast.walk(arg)):
+                return f"line {node.lineno}: the test uses the candidate as a type"
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.type)):
+                return f"line {node.lineno}: the test catches the candidate as an exception class"
+    return None
 
 
 def _first_line(node: ast.stmt) -> int:

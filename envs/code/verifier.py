@@ -78,11 +78,17 @@ class Report:
         loaded: The submission defined its function.
         error: Why it did not, or why the tests did not finish; None when they did.
         tests: One ``{"test", "passed", "error"?}`` per test statement, and per other statement that failed.
+        calls: Requests relayed to the submission (calls, and operations on what they returned).
+        timed_out: Time ran out: the submission's, or the tests' own.
+        tries: Gradings made: 2 when the first ran out of time (see :func:`verify`).
     """
 
     loaded: bool
     error: str | None = None
     tests: list[dict[str, Any]] = field(default_factory=list)
+    calls: int = 0
+    timed_out: bool = False
+    tries: int = 1
 
     @property
     def passed(self) -> int:
@@ -102,6 +108,10 @@ async def verify(
 ) -> Report:
     """Run the task's tests (``data``: HumanEval fields) against ``solution`` within ``timeout`` seconds.
 
+    Time limits are wall-clock, which a busy host eats into: a grading that ran out of time is run
+    once more, in fresh sandboxes, and the second report stands (a hung submission costs twice its
+    time limit, and still fails).
+
     Raises:
         DataError: The task's tests cannot grade anything (no ``check``, no test in it) or crash
             before any test ran; the message says why.
@@ -112,6 +122,15 @@ async def verify(
         test_plan = plan(data["test"], data["entry_point"])
     except TaskError as e:
         raise DataError(f"task {data.get('task_id')}: {e}") from None
+    report = await _verify_once(data, solution, test_plan, sandbox, image, timeout)
+    if report.timed_out:
+        report = await _verify_once(data, solution, test_plan, sandbox, image, timeout)
+        report.tries = 2
+    return report
+
+
+async def _verify_once(data: dict[str, Any], solution: str, test_plan: TestPlan, sandbox: str | SandboxProvider,
+                       image: str, timeout: float) -> Report:
     own = VerifierSandboxes(sandbox, image) if isinstance(sandbox, str) else None
     if own is not None:
         pair = await _acquire_pair(own.submission(), own.grader(), own)
@@ -178,7 +197,7 @@ async def _grade(submission: Submission, tests: Tests, deadline: float) -> Repor
         raise DataError(f"task {tests.task_id}: {event['task_error']}")
     if loaded is not None:
         await _check_the_grader_outlives(submission, tests)
-        return Report(loaded=False, error=loaded)
+        return Report(loaded=False, error=loaded, timed_out=submission.timed_out)
     report = Report(loaded=True)
     while True:
         report.tests += event["results"]
@@ -188,6 +207,8 @@ async def _grade(submission: Submission, tests: Tests, deadline: float) -> Repor
             event = await tests.pump(None, deadline)
         else:
             report.error = event.get("error")
+            report.calls = submission.calls
+            report.timed_out = submission.timed_out or tests.timed_out
             await _check_the_grader_outlives(submission, tests)
             return report
 
@@ -218,9 +239,11 @@ class Submission:
             "prompt": data["prompt"],
             "solution": solution,
             "entry_point": data["entry_point"],
-            "reply_bytes": sandbox.limits.output_bytes - FRAME_SLACK,
+            "reply_bytes": reply_bytes(sandbox),
         }
         self.gone: str | None = None  # why the function can no longer be called
+        self.timed_out = False  # a call ran out of time
+        self.calls = 0  # requests relayed
         self.broke: SandboxError | None = None  # the sandbox itself failed (the grader decides whose fault)
 
     async def load(self, deadline: float) -> str | None:
@@ -244,9 +267,11 @@ class Submission:
     async def call(self, request: str, deadline: float) -> str:
         """The reply to one call (JSON text, parsed by the grader, never here)."""
         if self.gone is None and time.monotonic() >= deadline:
+            self.timed_out = True
             self.gone = "the tests ran out of time before this call"
         if self.gone is None:
-            reply = await self._run(f"_agentgym_server.call({request!r})\n", deadline, "during a call")
+            self.calls += 1
+            reply = await self._run(f"_agentgym_server.request({request!r})\n", deadline, "during a call")
             if reply is not None:
                 return reply
         return json.dumps({"failed": self.gone})
@@ -261,6 +286,7 @@ class Submission:
             self.broke = e
             return None
         if result.timed_out:
+            self.timed_out = True
             self.gone = f"the submission did not finish within the tests' {seconds:.3g} s ({when})"
         elif result.restarted:
             self.gone = f"the submission's process exited {when}: {_tail(result)}"
@@ -283,9 +309,11 @@ class Tests:
         self.nonce = "\x1e" + secrets.token_hex(16)  # known here and in the grader only
         self.job = {"nonce": self.nonce, "prompt": data["prompt"], "entry_point": data["entry_point"],
                     "setup": test_plan.setup, "parameter": test_plan.parameter, "statements": test_plan.statements,
-                    "request_bytes": sandbox.limits.output_bytes - FRAME_RESULTS_BYTES - FRAME_SLACK}
+                    "request_bytes": sandbox.limits.output_bytes - FRAME_RESULTS_BYTES - FRAME_SLACK,
+                    "reply_bytes": reply_bytes(sandbox)}
         self.started = False
         self.reusable = True  # the server answered every call as it should
+        self.timed_out = False  # the tests ran out of time
 
     async def start(self, deadline: float) -> dict[str, Any]:
         """Start the tests (and the server, in a sandbox that has none yet); their first frame."""
@@ -317,14 +345,25 @@ class Tests:
             self.reusable = False
             raise
         frame = _frame(result.output, self.nonce)
-        if frame is not None and not result.error:
-            event: dict[str, Any] = json.loads(frame)
-            return event
+        if frame is not None and not result.error and not result.truncated:
+            try:
+                event = json.loads(frame)
+            except (ValueError, RecursionError):
+                event = None
+            if isinstance(event, dict):
+                self.timed_out = self.timed_out or bool(event.get("timed_out"))
+                return event
         self.reusable = False
+        self.timed_out = self.timed_out or result.timed_out
         why = "timed out" if result.timed_out else _tail(result)
         if not self.started:
             raise SandboxError(f"the grader did not start: {why}")
         return {"results": [], "error": f"the tests did not finish: {why}"}
+
+
+def reply_bytes(sandbox: Sandbox) -> int:
+    """The most one reply of the submission's may take: what its sandbox's output holds, less a frame's marker."""
+    return sandbox.limits.output_bytes - FRAME_SLACK
 
 
 def _frame(output: str, marker: str) -> str | None:

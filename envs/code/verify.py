@@ -33,5 +33,5 @@ class PassesTests:
         return Reward(
             value=1.0 if report.all_passed else 0.0,
             components={"tests_passed_fraction": report.passed / report.total if report.total else 0.0},
-            info={"tests": report.tests, "verifier": report.error or "ok"},
+            info={"tests": report.tests, "verifier": report.error or "ok", "tries": report.tries},
         )

@@ -96,7 +96,7 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: see Agent.spawn
@@ -388,9 +388,62 @@ def reply_frame(reply: dict[str, Any]) -> bytes:
 
 
 def reply_limit(cap: int) -> int:
-    """The longest reply frame a session may send: its traceback is cut at ``cap`` characters, and JSON
-    writes a character outside the BMP as 12 bytes."""
-    return 12 * cap + 4096
+    """The longest reply frame a session may send: its traceback, as JSON, is cut to about ``cap`` bytes
+    (:func:`cut_traceback`), and the frame's other fields are a few dozen."""
+    return cap + REPLY_SLACK
+
+
+REPLY_SLACK = 4096
+_REPLY_HEAD = re.compile(rb'\{"call": (\d{1,10}), "error": ')
+_REPLY_TAILS = ((b', "broken": false}', False), (b', "broken": true}', True))
+
+
+def cut_traceback(error: str, cap: int) -> str:
+    """``error``, cut so that as JSON (which writes a character outside ASCII as up to 12 bytes) it
+    takes at most ``cap`` bytes and a note."""
+    if len(error) <= cap and len(json.dumps(error)) <= cap:
+        return error
+    error = error[:cap]
+    encoded = len(json.dumps(error))
+    while encoded > cap:
+        error = error[: max(0, len(error) * cap // encoded - 1)]
+        encoded = len(json.dumps(error))
+    return error + f"\n[the traceback is cut at {cap} characters]\n"
+
+
+def parse_reply(body: bytes) -> dict[str, Any] | None:
+    """A session's reply (the frame after its length), or None when it is not one a session writes.
+
+    It is read by its exact shape, ``{"call": N, "error": null | "...", "broken": false | true}``, and
+    only the error string is parsed as JSON: what a session's code forges costs one linear scan of
+    at most :func:`reply_limit` bytes, and nothing in it can nest.
+    """
+    head = _REPLY_HEAD.match(body)
+    if head is None:
+        return None
+    tail, broken = next(((t, b) for t, b in _REPLY_TAILS if body.endswith(t)), (b"", None))
+    if broken is None:
+        return None
+    middle = body[head.end() : len(body) - len(tail)]
+    if middle == b"null":
+        error = None
+    elif middle[:1] == b'"':
+        try:
+            error = json.loads(middle.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included; and a string with more behind it
+            return None
+    else:
+        return None
+    return {"call": int(head.group(1)), "error": error, "broken": broken}
+
+
+def parse_verdict(body: bytes) -> dict[str, Any] | None:
+    """The cleaner's verdict, ``{"wiped": null | "why not"}`` (written before any code of the session's runs)."""
+    try:
+        verdict = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return verdict if isinstance(verdict, dict) and set(verdict) == {"wiped"} else None
 
 
 def code_frame(call: int, code: bytes) -> bytes:
@@ -453,9 +506,7 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
             exec(compile(data[20:size].decode("utf-8"), "<python>", "exec"), namespace)
         except BaseException as e:
             tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
-            error = "".join(traceback.format_exception(type(e), e, tb))
-            if len(error) > cap:
-                error = error[:cap] + f"\n[the traceback is cut at {cap} characters]\n"
+            error = cut_traceback("".join(traceback.format_exception(type(e), e, tb)), cap)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -1482,7 +1533,7 @@ class Agent:
         except OSError as e:
             return str(e)
         try:
-            verdict = self.read_reply(deadline + 1.0)
+            verdict = self.read_reply(deadline + 1.0, parse_verdict)
         except (OSError, ValueError) as e:
             verdict = {"wiped": f"the cleaner's verdict is unreadable: {e}"}
         if verdict is None:
@@ -1505,7 +1556,8 @@ class Agent:
             except BlockingIOError:
                 self.pump(dict(streams), min(deadline, time.monotonic() + 0.01))
 
-    def read_reply(self, deadline: float) -> dict[str, Any] | None:
+    def read_reply(self, deadline: float, parse: Callable[[bytes], dict[str, Any] | None] = parse_reply
+                   ) -> dict[str, Any] | None:
         """The worker's reply after a run (``call``, ``error``, ``broken``), or None if the worker died.
 
         Raises:
@@ -1526,9 +1578,9 @@ class Agent:
                 if size > reply_limit(self.cap):
                     raise ValueError("a reply longer than any the session writes")
                 if len(data) >= 10 + size:
-                    reply = json.loads(data[10:])  # and JSON, a frame with more behind it
-                    if not isinstance(reply, dict):
-                        raise ValueError("a reply that is not a JSON object")
+                    reply = parse(data[10:])  # a frame with more behind it is none
+                    if reply is None:
+                        raise ValueError("not a reply the session writes")
                     return reply
                 continue
             if time.monotonic() >= deadline:

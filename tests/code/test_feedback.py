@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 from agentgym import Message, Reply, Task, ToolSpec
+from agentgym.envs.code.env import CodeEnv
 from agentgym.evaluation import evaluate
 from agentgym.parsing import native_tool_call
+from agentgym.rollout import rollout
 from agentgym.testing import FakeOpenAI, completion
 from agentgym.wrappers import LanguageFeedback, TryAgain
 
@@ -69,11 +71,12 @@ async def test_tries_and_the_turn_limit_bound_the_retries() -> None:
 
 
 def teacher(request: dict[str, Any]) -> dict[str, Any]:
-    """A feedback model that reads the grader's report and names the failing check."""
+    """A feedback model that reads the grader's report and says which test fails first, and how."""
     question = request["messages"][-1]["content"]
     report = json.loads(question.split("Grader's report:\n", 1)[1])
-    failing = next(t["test"] for t in report["details"]["tests"] if not t["passed"])
-    return completion(f"The function returns None; this check fails: {failing}", prompt_tokens=100,
+    failing = next(i for i, t in enumerate(report["details"]["tests"]) if not t["passed"])
+    error = report["details"]["tests"][failing]["error"]
+    return completion(f"The function returns None; test {failing + 1} fails with {error}", prompt_tokens=100,
                       completion_tokens=12)
 
 
@@ -84,7 +87,7 @@ async def test_language_feedback_from_an_llm_reaches_the_model_and_its_cost_is_c
                                     backoff=0.01)
         summary, runs = await run(learner, feedback=feedback)
     assert summary.successes == LIMIT
-    assert all(m.startswith("Your answer is wrong. Feedback: The function returns None; this check fails: assert")
+    assert all(m.startswith("Your answer is wrong. Feedback: The function returns None; test 1 fails with ")
                for m in learner.feedback) and len(learner.feedback) == LIMIT
     asked = server.requests[0]["messages"][-1]["content"]
     assert "Student's final answer:\n" in asked and "    return None\n\n\nGrader's report:" in asked
@@ -93,3 +96,41 @@ async def test_language_feedback_from_an_llm_reaches_the_model_and_its_cost_is_c
     }
     assert summary.prompt_tokens == 0  # the learner is scripted: the teacher's tokens are not the agent's
     assert all(t.usage_by_role["feedback"].prompt_tokens == 100 for t in runs)
+
+
+def echo(request: dict[str, Any]) -> dict[str, Any]:
+    """A teacher that quotes everything it was given: what it reads, the policy reads."""
+    return completion(request["messages"][-1]["content"])
+
+
+SECRET = "987654321"
+HIDDEN = Task(id="hidden", prompt="Write f(x).", data={
+    "task_id": "hidden", "prompt": "def f(x):\n    \"\"\"A secret function of x.\"\"\"\n", "entry_point": "f",
+    "test": f"def check(candidate):\n    assert candidate(1) == {SECRET}, 'expected {SECRET}'\n",
+    "canonical_solution": f"    return {SECRET}\n"})
+
+
+class Revealing(CodeEnv):
+    revealed_info = ("tests",)
+
+
+async def feedback_seen(env: CodeEnv, task: Task) -> str:
+    """What a policy that submits a stub reads after an echoing teacher's feedback on it."""
+    learner = LearnsFromFeedback(cue="Feedback:")
+    with FakeOpenAI(echo) as server:
+        env.feedback = LanguageFeedback("openai/fake-teacher", tries=2, api_base=server.base_url, api_key="sk-test")
+        async with env:
+            await rollout(env, learner, task)
+    assert len(learner.feedback) == 1
+    return learner.feedback[0]
+
+
+async def test_hidden_tests_never_reach_the_policy_through_a_teacher_unless_the_env_reveals_them() -> None:
+    seen = await feedback_seen(CodeEnv(sandbox_backend="local"), HIDDEN)
+    assert '"passed": false' in seen and '"error": "AssertionError"' in seen  # outcomes, and the kind of failure
+    assert SECRET not in seen and "assert candidate" not in seen
+    opted_in = await feedback_seen(Revealing(sandbox_backend="local"), HIDDEN)
+    assert f"assert candidate(1) == {SECRET}" in opted_in
+    messages = await feedback_seen(CodeEnv(sandbox_backend="local"),
+                                   HIDDEN.model_copy(update={"data": {**HIDDEN.data, "feedback_messages": True}}))
+    assert f"AssertionError: expected {SECRET}" in messages and "assert candidate" not in messages

@@ -193,11 +193,6 @@ def poly(xs, x):
 def find_zero(xs):
     return 123.0
 """),
-    "mutating the arguments": ("sort", """
-def sort_list(xs):
-    xs.clear()
-    return []
-"""),
     "killing the parent process": ("HumanEval/0", """
 import os, signal
 def has_close_elements(numbers, threshold):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -59,6 +60,35 @@ def test_deep_nesting_is_refused_not_crashing():
         plain.loads("[" * 100_000 + "]" * 100_000)
 
 
+def test_refs_keep_aliases_cycles_and_the_original_objects():
+    """Containers are numbered in the order both sides meet them: an alias or a cycle crosses as one
+    object, and a reply's ``{"ref": n}`` is the sender's original."""
+    inner = [1]
+    loop: list = []
+    loop.append(loop)
+    value = [inner, inner, (inner,), loop, bytearray(b"ab")]
+    sent = plain.Refs()
+    data = json.loads(json.dumps(plain.encode(value, sent)))
+    got = plain.decode(data, plain.Refs())
+    assert got[0] is got[1] is got[2][0] and got[3][0] is got[3] and type(got[4]) is bytearray
+    assert plain.decode({"ref": 1}, sent) is inner  # back on the sender's side: its own object
+    for bad in ({"ref": 99}, {"ref": "0"}, {"tuple": [{"ref": 0}]}):
+        with pytest.raises(plain.NotPlain):
+            plain.decode(bad, plain.Refs())
+
+
+def test_exact_encoding_hands_what_is_not_plain_to_opaque():
+    handles: list[object] = []
+
+    def opaque(value: object) -> dict:
+        handles.append(value)
+        return {"handle": len(handles) - 1}
+
+    assert plain.encode([Liar(3), (x for x in [])], opaque=opaque, exact=True) == [{"handle": 0}, {"handle": 1}]
+    assert plain.encode(Liar(3), opaque=opaque) == 3  # not exact: a subclass as its base
+    assert plain.decode({"handle": 1}, handles=lambda n: handles[n]) is handles[1]
+
+
 def test_a_plan_splits_check_into_statements_and_knows_which_test():
     test = '''
 import math
@@ -103,6 +133,12 @@ def check(candidate):
     ("def check(candidate):\n    assert 1 == 1", "never uses the candidate"),
     ("def check(candidate):\n    return\n    assert candidate(1)", "cannot run on its own"),
     ("def check(candidate:", "does not parse"),
+    ("def check(candidate):\n    assert candidate(lambda x: x, [1]) == [1]", "passes the candidate a function"),
+    ("def key(x):\n    return -x\n\ndef check(candidate):\n    assert candidate([1, 2], key=key) == [2, 1]",
+     "passes the candidate a function"),
+    ("def check(candidate):\n    assert isinstance(candidate(), candidate)", "uses the candidate as a type"),
+    ("def check(candidate):\n    try:\n        candidate(1)\n    except candidate:\n        pass\n"
+     "    assert candidate(2)", "catches the candidate as an exception class"),
     (None, "must be strings"),
     (["def check(c): assert c(1)"], "must be strings"),
 ])

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes.agent.agent import QUIET_WAIT, plain_reply
+from agentgym.sandboxes.agent.agent import QUIET_WAIT, cut_traceback, parse_reply, plain_reply, reply_limit
 from agentgym.sandboxes.pool import SandboxPool
 from agentgym.sandboxes.sandbox import AgentSandbox
 from tests.sandboxes.conftest import SMALL
@@ -148,3 +148,57 @@ async def test_code_with_a_lone_surrogate_is_the_codes_own_error(sandbox: AgentS
     result = await sandbox.run_python("x = '\ud800'\nprint(1)")
     assert result.error is not None and "UnicodeDecodeError" in result.error and not result.restarted
     assert (await sandbox.run_python("print(kept)")).output == "5\n"
+
+
+FRAME = """
+def frame(body):
+    return b"%010d" % len(body) + body
+"""
+
+
+@pytest.mark.parametrize("path", ["lent", "through the agent"])
+async def test_a_deeply_nested_reply_is_garbled_at_once(sandbox: AgentSandbox, path: str) -> None:
+    """A well-formed JSON frame that nests past any parser's recursion ends the call as garbled at once
+    (it used to raise RecursionError in the host's reader and hang the call until its timeout)."""
+    if path == "through the agent":
+        sandbox._drop_lent()
+        sandbox.lender = None
+    await sandbox.run_python(FIND_REPLY_PIPE + FRAME)
+    started = asyncio.get_running_loop().time()
+    result = await sandbox.run_python("import time\nos.write(reply_pipe(), frame(b'[' * 100000 + b']' * 100000))\n"
+                                      "time.sleep(30)", timeout=60)
+    assert result.restarted and "was not its own" in (result.error or "")
+    assert asyncio.get_running_loop().time() - started < 10
+
+
+async def test_every_field_of_a_forged_reply_is_bounded(sandbox: AgentSandbox) -> None:
+    """A forged reply of this call's number: one whose error is past the bound as JSON (12 times the cap,
+    which the host used to take whole, or a little over the cap) is refused; within it, it is at most
+    about the cap long."""
+    cap = SMALL.output_bytes
+    for error, refused in (("\U0001f600" * cap, True), ("v" * (cap + 5000), True), ("v" * (cap + 2000), False)):
+        await sandbox.run_python(FIND_REPLY_PIPE + FRAME + "import json, time")
+        assert sandbox._lent is not None
+        call = sandbox._lent._calls + 1
+        body = f"json.dumps({{'call': {call}, 'error': {error[:1]!r} * {len(error)}, 'broken': False}})"
+        result = await sandbox.run_python(f"os.write(reply_pipe(), frame({body}.encode()))\ntime.sleep(5)")
+        if refused:
+            assert result.restarted and "was not its own" in (result.error or "")
+        else:
+            assert result.error == error and len(error) <= cap + 4096
+
+
+def test_a_reply_costs_one_linear_scan_at_most_the_bound() -> None:
+    """The host's parse of a reply: only the shape a session writes, and its cost grows with the bound,
+    not with what the frame nests (a million brackets are refused without being parsed)."""
+    assert parse_reply(plain_reply(7)[10:]) == {"call": 7, "error": None, "broken": False}
+    assert parse_reply(b'{"call": 3, "error": "Traceback\\n", "broken": true}') == {
+        "call": 3, "error": "Traceback\n", "broken": True}
+    for forged in (b'{"call": 3, "error": [' + b"[" * 10**6 + b"]" * 10**6 + b'], "broken": false}',
+                   b'{"call": 3, "error": "a", "x": [' + b"[]," * 10**5 + b'[]], "error": "b", "broken": false}',
+                   b'{"call": 3, "error": null, "broken": false, "more": 1}',
+                   b'{"call": -3, "error": null, "broken": false}',
+                   b'{"call": 3, "error": "\xff", "broken": false}', b"[]"):
+        assert parse_reply(forged) is None, forged[:60]
+    assert reply_limit(SMALL.output_bytes) <= SMALL.output_bytes + 4096
+    assert len(cut_traceback("\U0001f600" * SMALL.output_bytes, SMALL.output_bytes)) < SMALL.output_bytes
