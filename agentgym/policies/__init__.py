@@ -9,7 +9,10 @@ from agentgym.errors import AgentgymError
 from agentgym.policies.base import Policy, Reply
 from agentgym.policies.litellm import LiteLLMPolicy
 
-__all__ = ["LiteLLMPolicy", "Policy", "Reply", "load_policy"]
+#: Model strings that start with it name a model on this machine (``local:PATH``), not a hosted one.
+LOCAL_PREFIX = "local:"
+
+__all__ = ["LOCAL_PREFIX", "LiteLLMPolicy", "Policy", "Reply", "load_policy"]
 
 #: ``--model policy:module.path:Class`` names a policy class of your own (made with no arguments).
 POLICY_PREFIX = "policy:"
@@ -21,9 +24,11 @@ def load_policy(name: str, env_class: type[Env], **options: Any) -> Policy:
     Args:
         name: ``"reference"``, ``"baseline"`` (if the env ships them: :meth:`Env.scripted_policies`),
             ``"policy:module.path:Class"`` (any policy class, built with no arguments: a custom env's
-            scripted policy, say), or a litellm model string.
+            scripted policy, say), ``"local:PATH"`` (a model on this machine, see
+            :mod:`agentgym.policies.local`), or a litellm model string.
         env_class: The environment the policy will act in.
-        **options: Keyword arguments for :class:`LiteLLMPolicy` (ignored by scripted policies).
+        **options: Keyword arguments for :class:`LiteLLMPolicy` or
+            :meth:`~agentgym.policies.local.LocalModelPolicy.load` (ignored by scripted policies).
 
     Raises:
         AgentgymError: A ``policy:`` spec that cannot be imported or does not make a policy.
@@ -33,6 +38,10 @@ def load_policy(name: str, env_class: type[Env], **options: Any) -> Policy:
         return scripted[name]()
     if name.startswith(POLICY_PREFIX):
         return _policy_class(name.removeprefix(POLICY_PREFIX))()
+    if name.startswith(LOCAL_PREFIX):
+        from agentgym.policies.local import LocalModelPolicy
+
+        return LocalModelPolicy.load(name.removeprefix(LOCAL_PREFIX), **options)
     return LiteLLMPolicy(name, **options)
 
 

@@ -48,13 +48,11 @@ def _transformers(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -
     import torch
     from trl.models.utils import unwrap_model_for_generation
 
+    from agentgym.policies.local import cut_at_eos, left_pad
+
     tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-    width = max(len(p) for p in prompts)
-    input_ids = torch.full((len(prompts), width), tokenizer.pad_token_id, dtype=torch.long)
-    attention_mask = torch.zeros_like(input_ids)
-    for row, prompt in enumerate(prompts):  # left-padded, so every row's completion starts at `width`
-        input_ids[row, width - len(prompt):] = torch.tensor(prompt)
-        attention_mask[row, width - len(prompt):] = 1
+    input_ids, attention_mask = left_pad(prompts, tokenizer.pad_token_id)
+    width = input_ids.shape[1]
     device = trainer.accelerator.device
     args = trainer.args
     config = copy.deepcopy(trainer.generation_config)  # the trainer's sampling settings, with this turn's budget
@@ -70,9 +68,4 @@ def _transformers(trainer: Any, prompts: list[list[int]], max_new_tokens: int) -
     ):
         out = model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
                              generation_config=config)
-    eos = set(trainer.eos_token_ids)
-    completions = []
-    for ids in out[:, width:].tolist():
-        end = next((i + 1 for i, token in enumerate(ids) if token in eos), len(ids))
-        completions.append(ids[:end])  # what follows the first end-of-sequence token is padding
-    return completions, None
+    return cut_at_eos(out[:, width:].tolist(), set(trainer.eos_token_ids)), None

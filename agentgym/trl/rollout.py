@@ -26,6 +26,7 @@ from typing import Any
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
+from agentgym.policies.chat_template import chat_dicts
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
 from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
@@ -34,17 +35,6 @@ from agentgym.trl.metrics import episode_metrics, log_batch
 from agentgym.types import Message, Task, Trajectory
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
-
-
-def chat_dicts(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Messages as chat-template input (tool calls in text stay in the content, as the model wrote them)."""
-    out = []
-    for m in messages:
-        d: dict[str, Any] = {"role": m.role, "content": m.text}
-        if m.role == "tool":
-            d["name"] = m.name or "tool"
-        out.append(d)
-    return out
 
 
 class TemplateRenderer:
