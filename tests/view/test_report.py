@@ -262,6 +262,14 @@ def test_ten_thousand_episodes_load_lazily(page, tmp_path):
     p.locator(".trajectory .tool-call summary").first.click()
     assert "print(9999 * 2)" in p.locator(".trajectory .tool-call pre").first.inner_text()
     assert p.locator(".trajectory .tool-output pre").first.text_content() == "19998"
+    # Text only inside one trajectory (its code), found by reading all 100 chunks in the background.
+    started = time.monotonic()
+    p.fill("#ep-search", "print(9876 * 2)")
+    p.wait_for_function("document.querySelectorAll('tr.episode-row').length === 1 && "
+                        "document.getElementById('ep-searching').textContent === ''", timeout=120_000)
+    print(f"full-text search over 10,000 episodes: {time.monotonic() - started:.1f} s")
+    assert p.locator("tr.episode-row").get_attribute("data-index") == "9876"
+    p.fill("#ep-search", "")
     # Failures group by reason; the link filters the list to that reason.
     failures = p.locator("#failures-table tbody tr")
     assert failures.count() == 4
