@@ -412,6 +412,12 @@ def test_serve_is_live_as_rows_are_appended(browser, tmp_path):
         shows(6)
         append(line[40:])
         shows(7)
+        # A damaged row: the last good report stays, and the page says why it is not updated.
+        append("not a trajectory\n")
+        page.wait_for_function("document.getElementById('live-status').innerText.includes('not a trajectory')",
+                               timeout=60_000)
+        assert "progress.jsonl:8: not a trajectory" in live()["error"]
+        shows(7)
         assert errors == []
     finally:
         page.close()
