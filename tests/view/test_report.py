@@ -10,6 +10,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from agentgym.types import ImagePart, Message, TextPart, ToolCall, Trajectory, Turn, iter_jsonl, write_jsonl
 from agentgym.view.report import CHUNK, write_report
 from agentgym.view.runs import load_runs
@@ -81,6 +83,7 @@ def test_report_of_a_code_run_and_a_search_run(real_runs, page, tmp_path):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_runs_pair_within_their_env_and_with_a_named_baseline(paired_runs, page, tmp_path):
     code = paired_runs[0]
     report = tmp_path / "report.html"
@@ -340,6 +343,7 @@ def test_tool_calls_show_code_json_trees_and_diffs(page, tmp_path):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_three_tasks_of_3334_samples_open_like_any_other_shape(page, tmp_path):
     """The shape that took minutes to open (pass@k drawn at every k): a bounded number of points now."""
     trajectories = [t.model_copy(update={"task_id": f"task/{i % 3}", "seed": i // 3})
@@ -365,6 +369,7 @@ def test_three_tasks_of_3334_samples_open_like_any_other_shape(page, tmp_path):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_serve_is_live_as_rows_are_appended(browser, tmp_path):
     """`agentgym view --serve` on a run in progress: the open page follows as episodes are appended."""
     episodes = many_trajectories(8)
