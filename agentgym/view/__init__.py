@@ -4,9 +4,11 @@
 to open it); ``agentgym export RUN --to datasets DIR`` writes a Hugging Face dataset. The pieces:
 
 - :mod:`~agentgym.view.runs` reads runs (a JSONL file or a folder of them);
+- :mod:`~agentgym.view.pairing` chooses which runs to compare (runs of one env, with ``--baseline``);
 - :mod:`~agentgym.view.stats` compares runs on their shared episodes (McNemar, paired permutation);
-- :mod:`~agentgym.view.plots` draws the figures with plotly;
-- :mod:`~agentgym.view.report` assembles the page; :mod:`~agentgym.view.serve` serves it locally;
+- :mod:`~agentgym.view.plots` chooses and makes the figures (plotly JSON, drawn by the page);
+- :mod:`~agentgym.view.report` assembles the page; :mod:`~agentgym.view.serve` serves it locally,
+  rebuilt as its runs grow;
 - :mod:`~agentgym.view.export` converts trajectories to and from ``datasets`` and parquet.
 
 Plotly, numpy and datasets are imported only by the modules that need them.

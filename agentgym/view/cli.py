@@ -12,18 +12,18 @@ FORMATS = ("datasets", "parquet", "jsonl")
 def _cmd_view(args: argparse.Namespace) -> int:
     from agentgym.view.report import write_report
     from agentgym.view.runs import load_runs
+    from agentgym.view.serve import LiveReport, serve
 
     def build() -> tuple[Path, int, int]:
         runs = load_runs(args.runs)
         out = write_report(runs, args.out, title=args.title, baseline=args.baseline)
         return out, len(runs), sum(len(r.trajectories) for r in runs)
 
+    # Watched from before the first build: rows appended while it is being built are seen.
+    live = LiveReport(Path(args.out), args.runs, build) if args.serve else None
     out, runs, episodes = build()
     print(f"report: {out} ({runs} run{'s' * (runs != 1)}, {episodes} episodes)", flush=True)
-    if args.serve:
-        from agentgym.view.serve import LiveReport, serve
-
-        live = LiveReport(out, args.runs, build)
+    if live:
         try:
             serve(live, args.port, announce=lambda url: print(
                 f"serving {url} (live: rebuilt as the runs grow; Ctrl-C to stop)", flush=True))

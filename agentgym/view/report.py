@@ -6,6 +6,9 @@ themselves as gzip-compressed JSON in chunks of :data:`CHUNK` episodes, one ``<s
 The page's script lists the index a page at a time and decompresses a chunk only when one of its
 episodes is opened (``DecompressionStream``), so 10,000 episodes cost a page of rows in the DOM, not
 10,000 rendered chats. Untrusted text (model output, tool output) reaches the DOM as text nodes only.
+
+Plots are embedded as plotly JSON beside empty cells, and drawn by the page once every cell exists
+(a plot drawn by its own inline script, before the next cell existed, took the page's whole width).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from agentgym.errors import DataError
 HOST = "127.0.0.1"
 LIVE_PATH = "/__live__"
 _EMPTY_VERSION = b'<meta name="agentgym-live" content="">'
+MIN_INTERVAL = 2.0
+"""Seconds between rebuilds at least (and twice the last rebuild's time): a fast writer is not rebuilt per row."""
 
 
 class LiveReport:
@@ -28,7 +31,9 @@ class LiveReport:
 
     ``build`` writes the report to ``path`` from ``runs`` (files or folders, as given to
     ``agentgym view``). A rebuild that fails (a run's file damaged mid-write) keeps the last good
-    report and records the reason in :attr:`error`, shown on the page.
+    report and records the reason in :attr:`error`, shown on the page. Rebuilds are spaced by
+    :data:`MIN_INTERVAL` or twice the last one's time, whichever is longer, so that a large run being
+    written fast costs at most half the server's time; a change in between waits for the next one.
     """
 
     def __init__(self, path: Path, runs: list[str | Path], build: Callable[[], object]) -> None:
@@ -39,6 +44,7 @@ class LiveReport:
         self.error: str | None = None
         self._seen = self._signature()
         self._lock = threading.Lock()
+        self._next = 0.0
 
     def _signature(self) -> tuple[tuple[str, int, int], ...]:
         from agentgym.view.runs import run_files
@@ -52,8 +58,11 @@ class LiveReport:
     def refresh(self) -> int:
         """Rebuild the report if its runs changed since the last build; return the current version."""
         with self._lock:
+            if time.monotonic() < self._next:
+                return self.version
             now = self._signature()
             if now != self._seen:
+                started = time.monotonic()
                 self._seen = now
                 try:
                     self.build()
@@ -61,32 +70,30 @@ class LiveReport:
                     self.version += 1
                 except DataError as e:
                     self.error = str(e)
+                took = time.monotonic() - started
+                self._next = time.monotonic() + max(MIN_INTERVAL, 2 * took)
             return self.version
 
 
-def make_server(report: Path | LiveReport, port: int = 0) -> http.server.ThreadingHTTPServer:
+def make_server(live: LiveReport, port: int = 0) -> http.server.ThreadingHTTPServer:
     """An HTTP server on 127.0.0.1:``port`` (0: any free port) that answers ``/`` with the report.
 
-    Given a :class:`LiveReport`, the report is refreshed before it is served and ``/__live__``
-    answers its version; given a path, the file is served as it is on every request. Any other path
-    is 404: nothing beside the report is served.
+    The report is refreshed (rebuilt if its runs changed) before it is served, with its version in
+    the page; ``/__live__`` answers the version and the last rebuild's error. Any other path is 404:
+    nothing beside the report is served.
     """
-    live = report if isinstance(report, LiveReport) else None
-    path = report.path if isinstance(report, LiveReport) else Path(report).resolve()
+    path = live.path
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             where = self.path.split("?", 1)[0]
-            if live and where == LIVE_PATH:
+            if where == LIVE_PATH:
                 self._send(json.dumps({"version": str(live.refresh()), "error": live.error}).encode(),
                            "application/json")
             elif where in ("/", "/" + path.name):
-                if live:
-                    version = live.refresh()
-                    body = path.read_bytes().replace(
-                        _EMPTY_VERSION, f'<meta name="agentgym-live" content="{version}">'.encode(), 1)
-                else:
-                    body = path.read_bytes()
+                version = live.refresh()
+                body = path.read_bytes().replace(
+                    _EMPTY_VERSION, f'<meta name="agentgym-live" content="{version}">'.encode(), 1)
                 self._send(body, "text/html; charset=utf-8")
             else:
                 self.send_error(404, "only the report is served here")
@@ -105,9 +112,9 @@ def make_server(report: Path | LiveReport, port: int = 0) -> http.server.Threadi
     return http.server.ThreadingHTTPServer((HOST, port), Handler)
 
 
-def serve(report: Path | LiveReport, port: int = 0, *, announce: Callable[[str], None] = print) -> None:
-    """Serve ``report`` until interrupted; ``announce`` gets the URL once the socket listens."""
-    server = make_server(report, port)
+def serve(live: LiveReport, port: int = 0, *, announce: Callable[[str], None] = print) -> None:
+    """Serve the report until interrupted; ``announce`` gets the URL once the socket listens."""
+    server = make_server(live, port)
     try:
         announce(f"http://{HOST}:{server.server_address[1]}/")
         server.serve_forever()

@@ -15,8 +15,9 @@ with far fewer tasks than two independent success rates would need.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentgym.types import Trajectory
 
@@ -88,6 +89,21 @@ class PairedTest:
     ci95: tuple[float, float]
 
 
+BLOCK = 2_000_000
+"""Random draws held at once by a resampling loop: 10,000 resamples of 10,000 pairs would be 800 MB."""
+
+
+def _in_blocks(resamples: int, width: int, draw: Callable[[int], Any]) -> Any:
+    """``draw(rows)`` for blocks of rows, concatenated: one row per resample, at most :data:`BLOCK` values a block.
+
+    The generator's stream is drawn in the same order as in one block, so the results do not change.
+    """
+    import numpy as np
+
+    step = max(1, BLOCK // max(1, width))
+    return np.concatenate([draw(min(step, resamples - start)) for start in range(0, resamples, step)])
+
+
 def paired_permutation(
     a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0
 ) -> PairedTest:
@@ -120,10 +136,10 @@ def paired_permutation(
     else:
         if exact:
             codes = np.arange(2**k, dtype=np.int64)[:, None] >> np.arange(k, dtype=np.int64) & 1
-            signs = 1.0 - 2.0 * codes
+            null = ((1.0 - 2.0 * codes) * nonzero).sum(axis=1) / n
         else:
-            signs = rng.choice([-1.0, 1.0], size=(resamples, k))
-        null = (signs * nonzero).sum(axis=1) / n
+            null = _in_blocks(resamples, k, lambda rows: (rng.choice([-1.0, 1.0], size=(rows, k)) * nonzero)
+                              .sum(axis=1) / n)
         gamma = abs(observed) * np.finfo(float).eps * 100  # scipy's slack for float ties
         greater = int((null >= observed - gamma).sum())
         less = int((null <= observed + gamma).sum())
@@ -131,8 +147,7 @@ def paired_permutation(
             p_value = min(1.0, 2 * min(greater, less) / len(null))
         else:
             p_value = min(1.0, 2 * (min(greater, less) + 1) / (resamples + 1))
-    picks = rng.integers(0, n, size=(resamples, n))
-    boot = diff[picks].mean(axis=1)
+    boot = _in_blocks(resamples, n, lambda rows: diff[rng.integers(0, n, size=(rows, n))].mean(axis=1))
     low, high = np.percentile(boot, [2.5, 97.5])
     return PairedTest(n=n, mean_a=float(xa.mean()), mean_b=float(xb.mean()), mean_diff=observed,
                       p_value=float(p_value), exact=exact, resamples=0 if exact and k else resamples,

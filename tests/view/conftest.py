@@ -55,7 +55,8 @@ def paired_runs(real_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFac
     for env, run in real_runs.items():
         worse = []
         for i, t in enumerate(iter_jsonl(run)):
-            lost = {"reward": 0.0, "outcome_reward": 0.0} if i % 2 == 0 else {}
+            zero = {k: 0.0 for k in t.reward_components}
+            lost = {"reward": 0.0, "outcome_reward": 0.0, "reward_components": zero} if i % 2 == 0 else {}
             worse.append(t.model_copy(update={**lost, "policy": "worse"}))
         write_jsonl(where / f"{env}__worse.jsonl", worse)
         made += [run, where / f"{env}__worse.jsonl"]

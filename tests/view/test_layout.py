@@ -1,6 +1,6 @@
-"""The report's layout in Chromium at a wide and a narrow window: nothing overflows, every plot fits its cell.
+"""The report's layout in Chromium at a wide, a narrow and a phone-sized window: nothing overflows, plots fit.
 
-Screenshots of both widths go to ``test-artifacts/report-WIDTH.png`` (docs/images has compressed copies).
+Screenshots go to ``test-artifacts/report-WIDTH.png`` (docs/images has compressed copies of 1400 and 800).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def expand_everything(p) -> None:
     p.evaluate("document.querySelectorAll('#side-by-side details').forEach((d) => { d.open = true; })")
 
 
-@pytest.mark.parametrize("width", [1400, 800])
+@pytest.mark.parametrize("width", [1400, 800, 480])
 def test_nothing_overflows_and_plots_fit_their_cells(browser, paired_runs, tmp_path, width):
     runs = load_runs(paired_runs)
     report = write_report(runs, tmp_path / "report.html")

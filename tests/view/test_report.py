@@ -10,6 +10,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from agentgym.types import ImagePart, Message, TextPart, ToolCall, Trajectory, Turn, iter_jsonl, write_jsonl
 from agentgym.view.report import CHUNK, write_report
 from agentgym.view.runs import load_runs
@@ -81,6 +83,7 @@ def test_report_of_a_code_run_and_a_search_run(real_runs, page, tmp_path):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_runs_pair_within_their_env_and_with_a_named_baseline(paired_runs, page, tmp_path):
     code = paired_runs[0]
     report = tmp_path / "report.html"
@@ -262,6 +265,14 @@ def test_ten_thousand_episodes_load_lazily(page, tmp_path):
     p.locator(".trajectory .tool-call summary").first.click()
     assert "print(9999 * 2)" in p.locator(".trajectory .tool-call pre").first.inner_text()
     assert p.locator(".trajectory .tool-output pre").first.text_content() == "19998"
+    # Text only inside one trajectory (its code), found by reading all 100 chunks in the background.
+    started = time.monotonic()
+    p.fill("#ep-search", "print(9876 * 2)")
+    p.wait_for_function("document.querySelectorAll('tr.episode-row').length === 1 && "
+                        "document.getElementById('ep-searching').textContent === ''", timeout=120_000)
+    print(f"full-text search over 10,000 episodes: {time.monotonic() - started:.1f} s")
+    assert p.locator("tr.episode-row").get_attribute("data-index") == "9876"
+    p.fill("#ep-search", "")
     # Failures group by reason; the link filters the list to that reason.
     failures = p.locator("#failures-table tbody tr")
     assert failures.count() == 4
@@ -332,6 +343,7 @@ def test_tool_calls_show_code_json_trees_and_diffs(page, tmp_path):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_three_tasks_of_3334_samples_open_like_any_other_shape(page, tmp_path):
     """The shape that took minutes to open (pass@k drawn at every k): a bounded number of points now."""
     trajectories = [t.model_copy(update={"task_id": f"task/{i % 3}", "seed": i // 3})
@@ -357,6 +369,7 @@ def test_three_tasks_of_3334_samples_open_like_any_other_shape(page, tmp_path):
     assert page.errors == []
 
 
+@pytest.mark.slow
 def test_serve_is_live_as_rows_are_appended(browser, tmp_path):
     """`agentgym view --serve` on a run in progress: the open page follows as episodes are appended."""
     episodes = many_trajectories(8)
@@ -403,6 +416,12 @@ def test_serve_is_live_as_rows_are_appended(browser, tmp_path):
         time.sleep(3)  # a few polls: the page must still show 6, not fail
         shows(6)
         append(line[40:])
+        shows(7)
+        # A damaged row: the last good report stays, and the page says why it is not updated.
+        append("not a trajectory\n")
+        page.wait_for_function("document.getElementById('live-status').innerText.includes('not a trajectory')",
+                               timeout=60_000)
+        assert "progress.jsonl:8: not a trajectory" in live()["error"]
         shows(7)
         assert errors == []
     finally:

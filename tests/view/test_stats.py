@@ -81,3 +81,15 @@ def test_permutation_monte_carlo_agrees_with_scipy():
 def test_no_shared_episodes():
     c = compare([episode("x", 0, 1.0, True)], [episode("y", 0, 1.0, True)])
     assert c.pairs == 0 and c.reward.p_value == 1.0 and c.success.exact_p == 1.0
+
+
+def test_resampling_in_blocks_changes_nothing(monkeypatch):
+    """Large runs resample in blocks (bounded memory); the random stream and so the results are the same."""
+    from agentgym.view import stats
+
+    rng = np.random.default_rng(5)
+    a = rng.random(400)
+    b = a + rng.normal(0.02, 0.3, 400)
+    whole = paired_permutation(a, b, resamples=3_000)
+    monkeypatch.setattr(stats, "BLOCK", 1_000)  # 2 resamples a block
+    assert paired_permutation(a, b, resamples=3_000) == whole

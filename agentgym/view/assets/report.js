@@ -228,9 +228,9 @@
     const pages = Math.ceil(rows.length / PAGE);
     epState.page = Math.max(0, Math.min(epState.page, pages - 1));
     const head = el("tr", {}, ...COLUMNS.map(([key, label, title, cls]) => el("th", {
-      class: cls + " sortable", title: `${title} (click to sort)`, "data-sort": key,
+      class: cls + " sortable", title: `${title} (click to sort)`, "data-sort": key, tabindex: "0",
       "aria-sort": epState.sort === key ? (epState.desc ? "descending" : "ascending") : null,
-      onclick: () => sortBy(key),
+      onclick: () => sortBy(key), onkeydown: (e) => { if (e.key === "Enter") sortBy(key); },
     }, label, epState.sort === key && el("span", { class: "sort-mark" }, epState.desc ? " ▼" : " ▲"))));
     const body = rows.slice(epState.page * PAGE, (epState.page + 1) * PAGE).map((i) => el("tr", {
       class: "episode-row" + (i === epState.selected ? " selected" : ""), tabindex: "0", "data-index": String(i),
@@ -417,7 +417,9 @@
     const episodes = episodesOf(side.runs[k], side.task);
     const runSelect = el("select", { class: "side-run", onchange: (e) => {
       side.runs[k] = Number(e.target.value);
-      side.episodes[k] = episodesOf(side.runs[k], side.task)[0];
+      const mine = episodesOf(side.runs[k], side.task);
+      const seed = IX.seed[side.episodes[1 - k]];
+      side.episodes[k] = mine.find((i) => IX.seed[i] === seed) ?? mine[0];  // the other side's seed if it can
       renderPane(k);
     } }, ...runs.map((r) => el("option", { value: String(r), selected: r === side.runs[k] }, DATA.runs[r])));
     const episodeSelect = el("select", { class: "side-episode", onchange: (e) => {
