@@ -579,9 +579,14 @@ def _run_prompt(prompt: str, namespace: dict[str, Any]) -> None:
 
 
 def _describe(error: BaseException) -> str:
+    """``error`` as its class and message; only its class when the message cannot be had (a test's
+    ``assert x, x`` with ``x`` a proxy whose ``str`` call fails)."""
     if isinstance(error, (CandidateFailure, RelayFailure)):
         return f"{type(error).__name__}: {error}"[:ERROR_CHARS]
-    return "".join(traceback.format_exception_only(type(error), error)).strip()[:ERROR_CHARS]
+    try:
+        return "".join(traceback.format_exception_only(type(error), error)).strip()[:ERROR_CHARS]
+    except BaseException:
+        return f"{type(error).__name__}: (its message could not be read)"[:ERROR_CHARS]
 
 
 def _result(source: str, error: str | None) -> dict[str, Any]:
