@@ -188,7 +188,10 @@ def _state(value: Any) -> Any:
     if isinstance(value, bytearray):
         return bytes(value)
     parts = value.values() if isinstance(value, dict) else value
-    return repr(value), [id(part) for part in parts if isinstance(part, plain.CONTAINERS)]
+    try:
+        return repr(value), [id(part) for part in parts if isinstance(part, plain.CONTAINERS)]
+    except Exception:  # an int past str()'s digit limit, say: counted as changed, its contents sent back
+        return object()
 
 
 def _contents(value: Any, refs: plain.Refs, handle: Any) -> Any:
