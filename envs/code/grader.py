@@ -52,6 +52,7 @@ SOURCE_CHARS = 300  # of each test's source, in its result
 ERROR_CHARS = 500  # of each failure's message
 MESSAGE_CHARS = 2000  # of an exception message from the submission
 FRAME_RESULTS_BYTES = 32 << 10  # results per frame before the host is asked to pump again
+ORIGINAL_STDIN, ORIGINAL_INPUT = sys.stdin, builtins.input  # before any test could replace them
 MODULE_NAME = "solution"
 """The tests' ``__name__``, as the solution's (not ``__main__``): what an in-process test of the solution
 module would see, and a main guard in either does not run."""
@@ -308,7 +309,7 @@ class Relay:
         self.prompt_classes = prompt_classes
         self.remotes: dict[int, Remote] = {}
         self.failure: str | None = None
-        self.stdin, self.input = sys.stdin, builtins.input  # as the tests found them
+        self.stdin, self.input = ORIGINAL_STDIN, ORIGINAL_INPUT
         self.warned: dict[Any, Any] = {}  # the warnings registry of the submission's "module"
 
     def remote(self, payload: Any) -> Remote:
@@ -362,7 +363,7 @@ class Relay:
             raise RelayFailure("the test replaced input(), which the candidate's sandbox cannot see: "
                                "give it sys.stdin = io.StringIO(...) instead")
         stdin = sys.stdin
-        if stdin is self.stdin:
+        if stdin is self.stdin or stdin is sys.__stdin__:
             return None
         if type(stdin) is not io.StringIO:
             raise RelayFailure(f"the test's sys.stdin is a {type(stdin).__name__}, which cannot cross: "
