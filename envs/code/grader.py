@@ -52,6 +52,7 @@ SOURCE_CHARS = 300  # of each test's source, in its result
 ERROR_CHARS = 500  # of each failure's message
 MESSAGE_CHARS = 2000  # of an exception message from the submission
 FRAME_RESULTS_BYTES = 32 << 10  # results per frame before the host is asked to pump again
+ORIGINAL_STDIN, ORIGINAL_INPUT = sys.stdin, builtins.input  # before any test could replace them
 MODULE_NAME = "solution"
 """The tests' ``__name__``, as the solution's (not ``__main__``): what an in-process test of the solution
 module would see, and a main guard in either does not run."""
@@ -308,7 +309,7 @@ class Relay:
         self.prompt_classes = prompt_classes
         self.remotes: dict[int, Remote] = {}
         self.failure: str | None = None
-        self.stdin, self.input = sys.stdin, builtins.input  # as the tests found them
+        self.stdin, self.input = ORIGINAL_STDIN, ORIGINAL_INPUT
         self.warned: dict[Any, Any] = {}  # the warnings registry of the submission's "module"
 
     def remote(self, payload: Any) -> Remote:
@@ -344,7 +345,7 @@ class Relay:
         if stdin is not None:
             request["stdin"] = stdin[1]
         text = json.dumps(request)
-        size = len(json.dumps(text))  # as it travels, in a frame
+        size = len(text) + text.count('"') + text.count("\\") + 2  # as it travels, a JSON string in a frame
         if size > self.request_bytes:
             raise RelayFailure(f"the arguments take {size} bytes as plain data, over the "
                                f"{self.request_bytes} the relay can pass on")
@@ -362,7 +363,7 @@ class Relay:
             raise RelayFailure("the test replaced input(), which the candidate's sandbox cannot see: "
                                "give it sys.stdin = io.StringIO(...) instead")
         stdin = sys.stdin
-        if stdin is self.stdin:
+        if stdin is self.stdin or stdin is sys.__stdin__:
             return None
         if type(stdin) is not io.StringIO:
             raise RelayFailure(f"the test's sys.stdin is a {type(stdin).__name__}, which cannot cross: "
@@ -579,9 +580,14 @@ def _run_prompt(prompt: str, namespace: dict[str, Any]) -> None:
 
 
 def _describe(error: BaseException) -> str:
+    """``error`` as its class and message; only its class when the message cannot be had (a test's
+    ``assert x, x`` with ``x`` a proxy whose ``str`` call fails)."""
     if isinstance(error, (CandidateFailure, RelayFailure)):
         return f"{type(error).__name__}: {error}"[:ERROR_CHARS]
-    return "".join(traceback.format_exception_only(type(error), error)).strip()[:ERROR_CHARS]
+    try:
+        return "".join(traceback.format_exception_only(type(error), error)).strip()[:ERROR_CHARS]
+    except BaseException:
+        return f"{type(error).__name__}: (its message could not be read)"[:ERROR_CHARS]
 
 
 def _result(source: str, error: str | None) -> dict[str, Any]:

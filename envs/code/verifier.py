@@ -28,7 +28,9 @@ candidate call, a fraction of a millisecond each.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import marshal
 import secrets
 import time
 import weakref
@@ -36,6 +38,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from importlib.util import MAGIC_NUMBER
 from typing import Any
 
 from agentgym.errors import DataError, SandboxError
@@ -59,15 +62,25 @@ SUBMISSIONS, GRADERS = "code-submission", "code-grader"  # the roles' pools (``a
 
 _servers: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # grader sandboxes whose session runs the server
 
-# Defines a module from source inside a sandbox, so the grader's and the server's ``import`` work.
+# Defines a module inside a sandbox, so the grader's and the server's ``import`` work: from its code
+# compiled here when the sandbox's Python reads this one's bytecode (the same magic number), else from its
+# source. A submission's sandbox is fresh for every verification, and compiling the two modules there
+# cost more CPU than the rest of a HumanEval verification's relaying.
 _INSTALL = """
-import json as _json, sys as _sys, types as _types
-def _agentgym_install(name, source):
+import base64 as _base64, json as _json, marshal as _marshal, sys as _sys, types as _types
+from _frozen_importlib_external import MAGIC_NUMBER as _MAGIC
+def _agentgym_install(name, source, magic, code):
     module = _types.ModuleType(name)
-    exec(compile(source, name + ".py", "exec"), module.__dict__)
+    compiled = _marshal.loads(_base64.b64decode(code)) if magic == _MAGIC else compile(source, name + ".py", "exec")
+    exec(compiled, module.__dict__)
     _sys.modules[name] = module
     return module
 """
+
+
+def _install(name: str, module: str) -> str:
+    """The call that defines ``module`` (of this package) as ``name`` in a sandbox's session."""
+    return f"_agentgym_install({name!r}, {_source(module)!r}, {MAGIC_NUMBER!r}, {_compiled(module)!r})"
 
 
 @dataclass
@@ -248,8 +261,8 @@ class Submission:
 
     async def load(self, deadline: float) -> str | None:
         """Define the function; None when it is defined, else why not."""
-        code = (f"{_INSTALL}\n_agentgym_install('agentgym_plain', {_source('plain')!r})\n"
-                f"_agentgym_server = _agentgym_install('agentgym_submission', {_source('submission')!r})"
+        code = (f"{_INSTALL}\n{_install('agentgym_plain', 'plain')}\n"
+                f"_agentgym_server = {_install('agentgym_submission', 'submission')}"
                 f".Server(_json.loads({json.dumps(self.job)!r}))\n")
         reply = await self._run(code, deadline, "while loading")
         if reply is None:
@@ -319,8 +332,8 @@ class Tests:
         """Start the tests (and the server, in a sandbox that has none yet); their first frame."""
         code = f"_agentgym_graders.start({json.dumps(self.job)!r}, {self._seconds(deadline)!r})\n"
         if self.sandbox not in _servers:
-            code = (f"{_INSTALL}\n_agentgym_install('agentgym_plain', {_source('plain')!r})\n"
-                    f"_agentgym_graders = _agentgym_install('agentgym_grader', {_source('grader')!r}).Server()\n"
+            code = (f"{_INSTALL}\n{_install('agentgym_plain', 'plain')}\n"
+                    f"_agentgym_graders = {_install('agentgym_grader', 'grader')}.Server()\n"
                     + code)
         event = await self._run(code, deadline)
         _servers.add(self.sandbox)
@@ -378,6 +391,12 @@ def _frame(output: str, marker: str) -> str | None:
 
 def _tail(result: PythonResult) -> str:
     return ((result.error or "") + result.output)[-500:].strip() or "(no output)"
+
+
+@cache
+def _compiled(module: str) -> str:
+    """``module``'s code, compiled here, as base64 of its ``marshal`` form."""
+    return base64.b64encode(marshal.dumps(compile(_source(module), f"{module}.py", "exec"))).decode("ascii")
 
 
 @cache

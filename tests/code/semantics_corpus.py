@@ -42,6 +42,9 @@ def check(candidate):
     pair = [same, same]
     candidate(pair)
     assert pair[0] is pair[1] and same == [1, 1]
+    huge = [10 ** 5000, -0.0]
+    candidate(huge)
+    assert huge == [10 ** 5000, 0.0, 1] and str(huge[1]) == "-0.0"
 """,
         "add_one",
         ("def add_one(xs):\n    for x in xs:\n        if isinstance(x, list):\n            x.append(1)\n"

@@ -39,13 +39,16 @@ def check(candidate):
     except Exception:
         pass
     assert candidate(1) == 1
+    import builtins
+    builtins.input = lambda prompt="": "5"
+    assert candidate(2) == 2
 """
     trajectory = await grade(backend, same_task(test), IDENTITY)
     assert trajectory.outcome == "terminated" and trajectory.outcome_reward == 0.0
     tests = trajectory.info["tests"]
-    assert [t["passed"] for t in tests] == [False, False, False, True]
-    assert all(t["error"].startswith("RelayFailure: ") for t in tests[:3])
-    assert "cannot cross" in tests[0]["error"] and "over the" in tests[1]["error"]
+    assert [t["passed"] for t in tests] == [False, False, False, True, False]
+    assert all(t["error"].startswith("RelayFailure: ") for t in tests[:3] + tests[4:])
+    assert "cannot cross" in tests[0]["error"] and "over the" in tests[1]["error"] and "input()" in tests[4]["error"]
 
 
 async def test_large_return_values_are_graded_never_an_error(backend: str) -> None:
