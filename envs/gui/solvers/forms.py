@@ -167,3 +167,29 @@ def use_spinner(page: Page) -> Action:
     if gap:
         return press(("Page" if abs(gap) > 5 else "Arrow") + ("Up" if gap > 0 else "Down"))
     return click(submit_button(page))
+
+
+@solves("form-sequence-3")
+def form_sequence_3(page: Page) -> Action:
+    """Open the drop-down (its ▾), pick the option, then click the button named."""
+    wanted = page.match(r"Choose (.+) from the dropdown")[1]
+    shown = next(n for n in page.dom if "label" in n.classes)
+    picked = bool(shown.text) if page.wrong else shown.text == wanted  # wrong: any other option, once
+    if not picked:
+        options = [n for n in page.dom if n.tag == "li" and n.text]
+        if not options:
+            return click(page.exact("b", "▾"))
+        return click(page.choose(options, lambda n: n.text == wanted))
+    return click(page.exact("button", page.quoted()))
+
+
+@solves("sign-agreement")
+def sign_agreement(page: Page) -> Action:
+    """Scroll the agreement to its end (which enables the form), then sign with the name and press the button."""
+    text = page.by_id("text-area")
+    if page.count("scroll") < 2:
+        x, y = text.center
+        return "scroll", {"dx": 0, "dy": 1000, "x": x, "y": y}
+    if '"' not in page.instruction:  # "Click the cancel button."
+        return click(page.one("button", "Cancel"))
+    return fill_then_submit(page, [(page.by_id("name"), page.quoted(0))], page.exact("button", page.quoted(1)))
