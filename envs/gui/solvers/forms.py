@@ -193,3 +193,28 @@ def sign_agreement(page: Page) -> Action:
     if '"' not in page.instruction:  # "Click the cancel button."
         return click(page.one("button", "Cancel"))
     return fill_then_submit(page, [(page.by_id("name"), page.quoted(0))], page.exact("button", page.quoted(1)))
+
+
+SLIDER_KEYS = {"ArrowRight": 1, "ArrowLeft": -1, "PageUp": 4, "PageDown": -4}
+"""What each key moves form-sequence's slider by (its range is -10 to 10: a page is a fifth of it)."""
+
+
+def presses(gap: int) -> int:
+    """The fewest slider key presses that move it by ``gap``."""
+    return min(abs(pages) + abs(gap - 4 * pages) for pages in range(-6, 7))
+
+
+@solves("form-sequence")
+def form_sequence(page: Page) -> Action:
+    """Move the focused slider with the keyboard to the number, tick the checkbox, then submit."""
+    wanted, box = page.match(r"Select (-?\d+) with the slider, click the (\d)\w\w checkbox").groups()
+    handle = next(n for n in page.dom if "ui-slider-handle" in n.classes)
+    value = int(page.by_id("val").text)
+    target = int(wanted) + page.wrong
+    if value != target:
+        if not handle.focused:
+            return click(handle)
+        key = min(SLIDER_KEYS, key=lambda k: presses(target - max(-10, min(10, value + SLIDER_KEYS[k]))))
+        return press(key)
+    checkbox = page.by_id(f"checkbox-{box}")
+    return click(submit_button(page)) if checkbox.value else click(checkbox)
