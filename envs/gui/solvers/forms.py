@@ -218,3 +218,28 @@ def form_sequence(page: Page) -> Action:
         return press(key)
     checkbox = page.by_id(f"checkbox-{box}")
     return click(submit_button(page)) if checkbox.value else click(checkbox)
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+
+
+@solves("choose-date-easy", "choose-date-medium")
+def choose_date(page: Page) -> Action:
+    """Open the date picker (its field is read-only), page its calendar to the month, click the day, submit.
+
+    choose-date and choose-date-nodelay are left out: their dates span 2016 and the calendar opens
+    on December, so January is 11 pages back, more turns than an episode has.
+    """
+    month, day, _ = page.match(r"Select (\d\d)/(\d\d)/(\d{4}) as the date").groups()
+    field = page.by_id("datepicker")
+    if field.value:
+        return click(submit_button(page))
+    shown = [n for n in page.dom if "ui-datepicker-month" in n.classes]
+    if not shown:
+        return click(field)
+    gap = int(month) - 1 - MONTHS.index(shown[0].text)
+    if gap:
+        return click(next(n for n in page.dom if f"ui-datepicker-{'next' if gap > 0 else 'prev'}" in n.classes))
+    days = [n for n in page.dom if n.tag == "a" and "ui-state-default" in n.classes]
+    return click(page.choose(days, lambda n: n.text == str(int(day))))
