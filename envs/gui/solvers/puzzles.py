@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentgym.envs.gui.solvers.base import Action, Page, fill_then_submit, inputs, solves, submit_button
+from agentgym.envs.gui.solvers.base import Action, Page, click, fill_then_submit, inputs, solves, submit_button
 
 
 def answer(page: Page, value: int) -> Action:
@@ -23,3 +23,25 @@ def simple_algebra(page: Page) -> Action:
     if a == "x":  # x + d = t, x - d = t
         return answer(page, total - int(b) if op == "+" else total + int(b))
     return answer(page, total - int(a) if op == "+" else int(a) - total)  # d + x = t, d - x = t
+
+
+@solves("visual-addition")
+def visual_addition(page: Page) -> Action:
+    """Count the blocks on each side of the "+" and type their sum."""
+    blocks = sum("addition-block" in n.classes for side in ("visual-1", "visual-2")
+                 for n in page.subtree(page.by_id(side)))
+    return fill_then_submit(page, [(page.by_id("math-answer"), str(blocks))], submit_button(page))
+
+
+@solves("ascending-numbers")
+def ascending_numbers(page: Page) -> Action:
+    """Click the numbers from 1 up. The first click hides them under blank squares, so later clicks go to
+    the square where the next number was on the first page (the largest number's when playing wrong)."""
+    first = page.earlier[0] if page.earlier else page.dom
+    numbers = {int(n.text): n for n in first if n.tag == "text" and n.text.isdigit()}
+    shown = [n for n in page.dom if n.tag == "text" and n.text.isdigit()]
+    if shown:
+        return click(min(shown, key=lambda n: int(n.text)))
+    wanted = numbers[max(numbers) if page.wrong else page.count("click_element") + 1]
+    squares = [n for n in page.dom if n.tag == "rect"]
+    return click(min(squares, key=lambda n: abs(n.box[0] - wanted.box[0]) + abs(n.box[1] - wanted.box[1])))
