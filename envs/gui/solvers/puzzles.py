@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from agentgym.envs.gui.solvers.base import Action, Page, click, fill_then_submit, inputs, solves, submit_button
 
 
@@ -45,3 +47,20 @@ def ascending_numbers(page: Page) -> Action:
     wanted = numbers[max(numbers) if page.wrong else page.count("click_element") + 1]
     squares = [n for n in page.dom if n.tag == "rect"]
     return click(min(squares, key=lambda n: abs(n.box[0] - wanted.box[0]) + abs(n.box[1] - wanted.box[1])))
+
+
+def fits(instruction: str, number: int) -> bool:
+    """Whether ``number`` meets generate-number's requirement: less than, greater than, odd or even."""
+    bound = re.search(r"(less|greater) than (\d+)", instruction)
+    if bound:
+        return number < int(bound[2]) if bound[1] == "less" else number > int(bound[2])
+    return (number % 2 == 1) == ("odd" in instruction)
+
+
+@solves("generate-number")
+def generate_number(page: Page) -> Action:
+    """Press Generate until the number shown meets the requirement (one that does not when playing wrong), submit."""
+    shown = page.by_id("display-number").text
+    if shown.lstrip("-").isdigit() and fits(page.instruction, int(shown)) != page.wrong:
+        return click(page.by_id("submit"))
+    return click(page.by_id("generate"))
