@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from agentgym.envs.gui.observe import Dom, Node
 from agentgym.envs.gui.solvers.base import Action, Page, click, fill_then_submit, inputs, solves, submit_button
 
 
@@ -64,3 +65,29 @@ def generate_number(page: Page) -> Action:
     if shown.lstrip("-").isdigit() and fits(page.instruction, int(shown)) != page.wrong:
         return click(page.by_id("submit"))
     return click(page.by_id("generate"))
+
+
+def cards_of(dom: Dom) -> list[Node]:
+    """The cards in order: a face-down one is its ``.card`` div, a face-up one its number (``.card-value``)."""
+    return [n for n in dom if "card" in n.classes or "card-value" in n.classes]
+
+
+def revealed(dom: Dom) -> tuple[int, int] | None:
+    """The index of the card face up on ``dom`` and its number, if one is."""
+    for index, card in enumerate(cards_of(dom)):
+        if "card-value" in card.classes and card.text.lstrip("-").isdigit():
+            return index, int(card.text)
+    return None
+
+
+@solves("find-greatest")
+def find_greatest(page: Page) -> Action:
+    """Turn each card up once (one is face up at a time) to learn its number, turn up the greatest, submit."""
+    cards = cards_of(page.dom)
+    seen = dict(filter(None, (revealed(dom) for dom in (*page.earlier, page.dom))))
+    unknown = [i for i in range(len(cards)) if i not in seen]
+    if unknown:
+        return click(cards[unknown[0]])
+    best = page.choose(sorted(seen), lambda i: seen[i] == max(seen.values()))
+    now = revealed(page.dom)
+    return click(page.by_id("submit")) if now is not None and now[0] == best else click(cards[best])
