@@ -167,3 +167,79 @@ def use_spinner(page: Page) -> Action:
     if gap:
         return press(("Page" if abs(gap) > 5 else "Arrow") + ("Up" if gap > 0 else "Down"))
     return click(submit_button(page))
+
+
+@solves("form-sequence-3")
+def form_sequence_3(page: Page) -> Action:
+    """Open the drop-down (its ▾), pick the option, then click the button named."""
+    wanted = page.match(r"Choose (.+) from the dropdown")[1]
+    shown = next(n for n in page.dom if "label" in n.classes)
+    picked = bool(shown.text) if page.wrong else shown.text == wanted  # wrong: any other option, once
+    if not picked:
+        options = [n for n in page.dom if n.tag == "li" and n.text]
+        if not options:
+            return click(page.exact("b", "▾"))
+        return click(page.choose(options, lambda n: n.text == wanted))
+    return click(page.exact("button", page.quoted()))
+
+
+@solves("sign-agreement")
+def sign_agreement(page: Page) -> Action:
+    """Scroll the agreement to its end (which enables the form), then sign with the name and press the button."""
+    text = page.by_id("text-area")
+    if page.count("scroll") < 2:
+        x, y = text.center
+        return "scroll", {"dx": 0, "dy": 1000, "x": x, "y": y}
+    if '"' not in page.instruction:  # "Click the cancel button."
+        return click(page.one("button", "Cancel"))
+    return fill_then_submit(page, [(page.by_id("name"), page.quoted(0))], page.exact("button", page.quoted(1)))
+
+
+SLIDER_KEYS = {"ArrowRight": 1, "ArrowLeft": -1, "PageUp": 4, "PageDown": -4}
+"""What each key moves form-sequence's slider by (its range is -10 to 10: a page is a fifth of it)."""
+
+
+def presses(gap: int) -> int:
+    """The fewest slider key presses that move it by ``gap``."""
+    return min(abs(pages) + abs(gap - 4 * pages) for pages in range(-6, 7))
+
+
+@solves("form-sequence")
+def form_sequence(page: Page) -> Action:
+    """Move the focused slider with the keyboard to the number, tick the checkbox, then submit."""
+    wanted, box = page.match(r"Select (-?\d+) with the slider, click the (\d)\w\w checkbox").groups()
+    handle = next(n for n in page.dom if "ui-slider-handle" in n.classes)
+    value = int(page.by_id("val").text)
+    target = int(wanted) + page.wrong
+    if value != target:
+        if not handle.focused:
+            return click(handle)
+        key = min(SLIDER_KEYS, key=lambda k: presses(target - max(-10, min(10, value + SLIDER_KEYS[k]))))
+        return press(key)
+    checkbox = page.by_id(f"checkbox-{box}")
+    return click(submit_button(page)) if checkbox.value else click(checkbox)
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+
+
+@solves("choose-date-easy", "choose-date-medium")
+def choose_date(page: Page) -> Action:
+    """Open the date picker (its field is read-only), page its calendar to the month, click the day, submit.
+
+    choose-date and choose-date-nodelay are left out: their dates span 2016 and the calendar opens
+    on December, so January is 11 pages back, more turns than an episode has.
+    """
+    month, day, _ = page.match(r"Select (\d\d)/(\d\d)/(\d{4}) as the date").groups()
+    field = page.by_id("datepicker")
+    if field.value:
+        return click(submit_button(page))
+    shown = [n for n in page.dom if "ui-datepicker-month" in n.classes]
+    if not shown:
+        return click(field)
+    gap = int(month) - 1 - MONTHS.index(shown[0].text)
+    if gap:
+        return click(next(n for n in page.dom if f"ui-datepicker-{'next' if gap > 0 else 'prev'}" in n.classes))
+    days = [n for n in page.dom if n.tag == "a" and "ui-state-default" in n.classes]
+    return click(page.choose(days, lambda n: n.text == str(int(day))))
