@@ -165,3 +165,17 @@ def test_the_cli_finds_the_fetcher_by_name() -> None:
 
     module, _, name = DATA_FETCHERS["search"].partition(":")
     assert getattr(importlib.import_module(module), name) is data.fetch
+
+
+def test_the_cli_takes_one_index_over_pips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from agentgym.cli import main
+
+    sdist = _tiny_sdist()
+    monkeypatch.setattr(data, "SDIST_SHA256", hashlib.sha256(sdist).hexdigest())
+    monkeypatch.setenv("AGENTGYM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # pip's, not asked: the option wins
+    monkeypatch.delenv("AGENTGYM_PYPI_INDEX", raising=False)
+    monkeypatch.delenv("AGENTGYM_SEARCH_SDIST", raising=False)
+    assert main(["data", "fetch", "search", "--index-url", _file_index(tmp_path / "mirror", sdist)]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "data" / "search")
