@@ -46,7 +46,7 @@ def load(args: argparse.Namespace) -> tuple[object, object]:
     from agentgym.envs.toy.env import say_examples
     from agentgym.trl.tiny import tiny_agent
 
-    steps = 300
+    steps = args.warm_start_steps
     print(f"warm start: teaching the tiny model to call tools ({steps} supervised steps)", flush=True)
 
     def report(step: int, loss: float) -> None:
@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--path", choices=["rollout", "environment"], default="rollout")
     parser.add_argument("--turn-credit", action="store_true", help="per-turn advantages (rollout path only)")
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--warm-start-steps", type=int, default=300,
+                        help="supervised steps that teach the tiny model to call tools first")
     parser.add_argument("--lr", type=float, default=5e-4, help="5e-4 suits the tiny model; ~1e-6 a real one")
     parser.add_argument("--generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=48)
