@@ -30,6 +30,13 @@ from trl import GRPOConfig, GRPOTrainer
 from agentgym.trl import EnvGRPOTrainer, TurnCreditGRPOTrainer, environment_spec, rollout_spec
 from agentgym.types import Task
 
+STARTED = time.monotonic(), time.process_time()
+
+
+def elapsed() -> str:
+    """Wall and CPU seconds since the start: on a shared machine the first grows with the load, the second not."""
+    return f"{time.monotonic() - STARTED[0]:.0f} s ({time.process_time() - STARTED[1]:.0f} CPU-s)"
+
 
 def load(args: argparse.Namespace) -> tuple[object, object]:
     if args.model:
@@ -39,12 +46,12 @@ def load(args: argparse.Namespace) -> tuple[object, object]:
     from agentgym.envs.toy.env import say_examples
     from agentgym.trl.tiny import tiny_agent
 
-    steps, started = 300, time.monotonic()
+    steps = args.warm_start_steps
     print(f"warm start: teaching the tiny model to call tools ({steps} supervised steps)", flush=True)
 
     def report(step: int, loss: float) -> None:
         if step % 25 == 0 or step == steps:
-            print(f"warm start: step {step}/{steps}, loss {loss:.3f}, {time.monotonic() - started:.0f} s", flush=True)
+            print(f"warm start: step {step}/{steps}, loss {loss:.3f}, {elapsed()}", flush=True)
 
     return tiny_agent("toy", say_examples(), steps=steps, on_step=report)
 
@@ -56,6 +63,8 @@ def main() -> None:
     parser.add_argument("--path", choices=["rollout", "environment"], default="rollout")
     parser.add_argument("--turn-credit", action="store_true", help="per-turn advantages (rollout path only)")
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--warm-start-steps", type=int, default=300,
+                        help="supervised steps that teach the tiny model to call tools first")
     parser.add_argument("--lr", type=float, default=5e-4, help="5e-4 suits the tiny model; ~1e-6 a real one")
     parser.add_argument("--generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=48)
@@ -79,7 +88,8 @@ def main() -> None:
     trainer_class = (TurnCreditGRPOTrainer if args.turn_credit
                      else EnvGRPOTrainer if args.path == "environment" else GRPOTrainer)
     trainer = trainer_class(model, args=config, processing_class=tokenizer, **spec.trainer_kwargs())
-    print(f"GRPO: {args.steps} steps of {args.generations} generations each (a line of metrics per step)", flush=True)
+    print(f"GRPO: {args.steps} steps of {args.generations} generations each (a line of metrics per step), "
+          f"starting at {elapsed()}", flush=True)
     trainer.train()
 
     logs = trainer.state.log_history
@@ -89,6 +99,7 @@ def main() -> None:
     print(f"{key}: first {window} steps {sum(curve[:window]) / window:.2f} -> "
           f"last {window} steps {sum(curve[-window:]) / window:.2f}")
     print("curve:", " ".join(f"{x:.2f}" for x in curve))
+    print(f"done in {elapsed()}")
 
 
 if __name__ == "__main__":

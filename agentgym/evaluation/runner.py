@@ -184,7 +184,6 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
         bar.close()
         if ticker is not None:
             ticker.cancel()
-            print(progress_line(), file=sys.stderr, flush=True)
         if sink is not None:
             sink.close()
     trajectories = [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]

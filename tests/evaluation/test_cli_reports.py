@@ -177,8 +177,8 @@ async def test_progress_lines_go_to_a_log_at_a_steady_interval(tmp_path: Path,
     lines = capsys.readouterr().err.splitlines()  # stderr here is not a terminal: no bar, lines
     assert len(lines) >= 2 and all(line.startswith(f"{COUNTER} · openai/fake-model: ") for line in lines)
     counts = [int(line.split(": ")[1].split("/")[0]) for line in lines]
-    assert counts == sorted(counts) and counts[-1] == 3 and counts[0] < 3
-    assert lines[-1].split(", ")[:2] == [f"{COUNTER} · openai/fake-model: 3/3 episodes", "3 succeeded"]
+    assert counts == sorted(counts) and counts[0] < 3 and counts[-1] <= 3  # lines while it ran, none after
+    assert all(line.split(", ")[2].endswith(" s") for line in lines)
 
 
 def test_a_rerun_of_a_finished_run_prints_its_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
