@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.env import Env
+from agentgym.env import Dodge, Env
 from agentgym.errors import EnvError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
@@ -317,6 +317,19 @@ class SWEEnv(Env):
         entries = done.stdout.splitlines()
         more = f"\n[more than {LISTING_ENTRIES} entries; view a subdirectory]" if len(entries) > LISTING_ENTRIES else ""
         return "\n".join(entries[:LISTING_ENTRIES]) + more
+
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        """Ways to break an SWE episode (``check_env``'s "no dodge" check), played on the task checked."""
+        return {
+            "a diff over the size limit": Dodge.calls(
+                ("bash", {"command": "head -c 3000000 /dev/zero | tr '\\0' 'a' | fold -w 100 > grown.txt"}),
+                ("submit", {})),
+            "a bash timeout that is no number of seconds": Dodge.calls(("bash", {"command": "true", "timeout": 1e308}),
+                                                                      ("bash", {"command": "true", "timeout": -1})),
+            "a file the diff cannot read": Dodge.calls(
+                ("bash", {"command": "printf 'x' > unreadable.txt && chmod 000 unreadable.txt"}), ("submit", {})),
+        }
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
