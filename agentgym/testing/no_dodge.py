@@ -15,7 +15,7 @@ import asyncio
 from typing import Any
 
 from agentgym.env import Dodge, Env
-from agentgym.types import Message, Task, ToolCall
+from agentgym.types import Message, Task, ToolCall, ToolSpec
 
 HOSTILE_TEXT = "\x00\ud800 ../../\u202e" + "x" * 4096
 """A string argument no tool should choke on: a NUL byte, a lone surrogate (no UTF-8 for it), a path
@@ -23,9 +23,8 @@ climbing out, a right-to-left override, some length."""
 HUGE_REPLY_CHARS = 1 << 20
 
 
-def generic_dodges(env: type[Env]) -> dict[str, Dodge]:
-    """The dodges every env is held to, built from its tool specs."""
-    specs = env.tool_specs()
+def generic_dodges(specs: list[ToolSpec]) -> dict[str, Dodge]:
+    """The dodges every env is held to, built from the specs of the tools it offers."""
     first = specs[0].name if specs else "no_such_tool"
     out = {
         "malformed tool call": Dodge((_raw_call(first, "{not json"),)),
@@ -54,7 +53,11 @@ async def check_no_dodge(instance: Env, name: str, task: Task, *, timeout: float
     """
     from agentgym.testing.check_env import EnvCheckError
 
-    dodges = {**generic_dodges(type(instance)), **type(instance).dodges()}
+    try:
+        await instance.reset(task, seed=0)  # what tools the env offers (an MCP env learns them from its servers)
+    except Exception as e:
+        raise EnvCheckError(f"{name}: reset() on {task.id} failed: {type(e).__name__}: {e}") from e
+    dodges = {**generic_dodges(list(instance.tools)), **type(instance).dodges()}
     if only is not None:
         dodges = {key: dodges[key] for key in only}
     for label, dodge in dodges.items():
