@@ -487,6 +487,9 @@ class Env:
             arguments = fn.validate(call.arguments)
         except ValueError as e:
             return error("invalid_arguments", f"invalid arguments for {call.name}: {e}")
+        if not _encodable(arguments):
+            return error("invalid_arguments", f"invalid arguments for {call.name}: text with a lone surrogate "
+                                              "(a \\ud800-\\udfff escape that is half of a pair) is not Unicode")
         previous = self.final_answer
         if fn.final:
             self.final_answer = None  # a final tool sets the answer, or its result is the answer
@@ -534,3 +537,23 @@ RESERVED_NAMES = frozenset(
     | {"task", "trajectory", "rng", "sandbox", "sandbox_backend", "user", "feedback"}
 )
 """Names a tool may not take: the env's own members, which a tool method of that name would replace."""
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string in ``value`` (arguments parsed from JSON) can be written as UTF-8.
+
+    JSON lets a model send a lone surrogate (``"\\ud800"``), which no file, process or socket takes:
+    a tool would raise ``UnicodeEncodeError`` mid-episode, an error the model caused. So such
+    arguments are refused before any tool sees them, as arguments of the wrong type are.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_encodable(v) for v in value)
+    return True

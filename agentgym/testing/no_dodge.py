@@ -17,9 +17,11 @@ from typing import Any
 from agentgym.env import Dodge, Env
 from agentgym.types import Message, Task, ToolCall, ToolSpec
 
-HOSTILE_TEXT = "\x00\ud800 ../../\u202e" + "x" * 4096
-"""A string argument no tool should choke on: a NUL byte, a lone surrogate (no UTF-8 for it), a path
-climbing out, a right-to-left override, some length."""
+HOSTILE_TEXT = "\x00 ../../\u202e\U0001f600" + "x" * 4096
+"""A string argument no tool should choke on: a NUL byte, a path climbing out, a right-to-left override,
+a character outside the BMP, some length."""
+LONE_SURROGATE = "\ud800"
+"""Text JSON can carry and UTF-8 cannot (``Env`` refuses it before any tool sees it)."""
 HUGE_REPLY_CHARS = 1 << 20
 
 
@@ -37,8 +39,10 @@ def generic_dodges(specs: list[ToolSpec]) -> dict[str, Dodge]:
             (spec.name, {name: _wrong(schema) for name, schema in properties.items()}))
         strings = {name: HOSTILE_TEXT for name, schema in properties.items() if schema.get("type") == "string"}
         if strings:
-            out[f"{spec.name} with hostile strings"] = Dodge.calls(
-                (spec.name, {**_plausible(properties, spec.parameters.get("required", [])), **strings}))
+            plausible = _plausible(properties, spec.parameters.get("required", []))
+            out[f"{spec.name} with hostile strings"] = Dodge.calls((spec.name, {**plausible, **strings}))
+            out.setdefault("a lone surrogate", Dodge.calls(
+                (spec.name, {**plausible, **{key: LONE_SURROGATE for key in strings}})))
     return out
 
 
