@@ -3,7 +3,7 @@
 ``import agentgym`` is cheap: Docker, litellm and TRL are imported only where they are used.
 """
 
-from agentgym.env import Env, Feedback, Responder, ToolResult
+from agentgym.env import Dodge, Env, Feedback, Responder, ToolResult
 from agentgym.errors import AgentgymError, EnvError, PolicyError, SandboxError, ToolError
 from agentgym.policies.base import Policy, Reply
 from agentgym.registry import make, register, registered
@@ -25,6 +25,7 @@ from agentgym.types import (
 
 __all__ = [
     "AgentgymError",
+    "Dodge",
     "Env",
     "EnvError",
     "Episode",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -13,7 +15,18 @@ from agentgym.errors import EnvError, ToolError
 from agentgym.parsing import ParsedCall, parse_tool_calls
 from agentgym.rewards.verifier import Episode, ScoreFn, Verifier, VerifierLike, as_verifier
 from agentgym.tools import ToolFunction, collect_tools
-from agentgym.types import Message, Reward, StepResult, Task, ToolErrorKind, ToolSpec, Trajectory, Turn, Usage
+from agentgym.types import (
+    Message,
+    Reward,
+    StepResult,
+    Task,
+    ToolCall,
+    ToolErrorKind,
+    ToolSpec,
+    Trajectory,
+    Turn,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
@@ -28,6 +41,31 @@ class ToolResult:
         self.content = content
         self.reward = reward
         self.info = info or {}
+
+
+@dataclass(frozen=True)
+class Dodge:
+    """A known way for a model to break its own episode, as the replies it sends (``Env.dodges``).
+
+    A policy under RL prefers an episode that ends in an error (no grade: no advantage, replayed on
+    ``--resume``) to one graded a failure, so the env must grade whatever the model does.
+    :func:`agentgym.testing.check_env` plays each dodge: the replies in order, then ``end()`` if the
+    episode is still going; it must end ``terminated`` or ``truncated``, not a success, within its time.
+
+    Attributes:
+        replies: Assistant messages, sent one a turn (the episode may end before the last).
+        task: The task to play it on; the env's first built-in task by default.
+    """
+
+    replies: tuple[Message, ...]
+    task: Task | None = None
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, dict[str, Any]], task: Task | None = None) -> Dodge:
+        """A dodge of one tool call a turn: ``(name, arguments)`` each."""
+        return cls(tuple(Message(role="assistant", tool_calls=[ToolCall(id=f"dodge_{i}", name=name,
+                                                                         arguments=json.dumps(arguments))])
+                         for i, (name, arguments) in enumerate(calls)), task)
 
 
 class Responder(Protocol):
@@ -365,6 +403,17 @@ class Env:
         """
         return {}
 
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        """Known ways for a model to break its own episode in this env, by name (see :class:`Dodge`).
+
+        ``agentgym.testing.check_env`` plays each, with its own that apply to every env (malformed and
+        unknown calls, arguments of the wrong type, strings with NUL bytes and lone surrogates, a huge
+        reply), and fails unless every one ends graded. Declare what is particular to the env: a tool
+        argument that makes its sandbox or verifier fail, output too large to carry, a page's script.
+        """
+        return {}
+
     def answer_from_text(self, text: str) -> str:
         """The final answer in a plain-text reply (used when the model ends without a final tool)."""
         return text
@@ -455,6 +504,9 @@ class Env:
             arguments = fn.validate(call.arguments)
         except ValueError as e:
             return error("invalid_arguments", f"invalid arguments for {call.name}: {e}")
+        if not _encodable(arguments):
+            return error("invalid_arguments", f"invalid arguments for {call.name}: text with a lone surrogate "
+                                              "(a \\ud800-\\udfff escape that is half of a pair) is not Unicode")
         previous = self.final_answer
         if fn.final:
             self.final_answer = None  # a final tool sets the answer, or its result is the answer
@@ -502,3 +554,23 @@ RESERVED_NAMES = frozenset(
     | {"task", "trajectory", "rng", "sandbox", "sandbox_backend", "user", "feedback"}
 )
 """Names a tool may not take: the env's own members, which a tool method of that name would replace."""
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string in ``value`` (arguments parsed from JSON) can be written as UTF-8.
+
+    JSON lets a model send a lone surrogate (``"\\ud800"``), which no file, process or socket takes:
+    a tool would raise ``UnicodeEncodeError`` mid-episode, an error the model caused. So such
+    arguments are refused before any tool sees them, as arguments of the wrong type are.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_encodable(v) for v in value)
+    return True

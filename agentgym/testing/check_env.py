@@ -9,6 +9,9 @@ It checks what the runner, the evaluation and the TRL adapter rely on, and says 
   refuses to run after it, and its trajectory round-trips through JSON;
 - the reference's mean return beats the baseline's (or is above 0 without a baseline): the verifier
   can tell a solution from a non-solution;
+- no dodge: every known way for a model to break its own episode (the generic ones of
+  ``no_dodge.py`` and the env's ``dodges()``) ends in a grade, never an ``error`` or a timeout,
+  and never a success;
 - ``close`` can be called twice and ``reset`` refuses afterwards;
 - every sandbox the env took (for its episodes and for its verifier) was given back (closed or destroyed).
 """
@@ -23,6 +26,7 @@ from typing import Any
 from agentgym.env import Env
 from agentgym.errors import EnvError
 from agentgym.rollout import rollout
+from agentgym.testing.no_dodge import check_no_dodge
 from agentgym.types import Message, Task, Trajectory
 
 
@@ -40,6 +44,8 @@ class EnvReport:
     baseline_return: float | None
     sandboxes: int
     """Sandboxes the env took during the check (every one was given back)."""
+    dodges: tuple[str, ...] = ()
+    """The dodges played, each ended in a grade."""
 
 
 class _Tracked:
@@ -117,6 +123,7 @@ async def check_env(
     tasks: Sequence[Task] | None = None,
     limit: int = 3,
     episode_timeout: float = 600.0,
+    dodges: bool = True,
     **env_kwargs: Any,
 ) -> EnvReport:
     """Check that an environment keeps the contract; raise :class:`EnvCheckError` saying how it does not.
@@ -125,7 +132,8 @@ async def check_env(
         env: An ``Env`` subclass, a registered id or alias, or a ``module:Class`` spec.
         tasks: Tasks to play; the first ``limit`` of the env's built-in tasks by default.
         limit: How many built-in tasks to play.
-        episode_timeout: Seconds allowed per episode.
+        episode_timeout: Seconds allowed per episode (a dodge's included).
+        dodges: Play the "no dodge" check (``agentgym.testing.no_dodge``).
         **env_kwargs: For the env's constructor (``sandbox_backend="local"``...).
 
     Returns:
@@ -156,6 +164,7 @@ async def check_env(
             if label in policies:
                 runs = [await _play(instance, policies[label](), task, name, episode_timeout) for task in played]
                 returns[label] = sum(t.reward for t in runs) / len(runs)
+        played_dodges = await check_no_dodge(instance, name, played[0], timeout=episode_timeout) if dodges else []
     finally:
         await instance.close()
     await instance.close()
@@ -170,7 +179,7 @@ async def check_env(
     if leaked or instance.sandbox is not None:
         raise EnvCheckError(f"{name}: {len(leaked)} of {len(handed)} sandboxes were never given back")
     return EnvReport(env=name, tasks=len(played), reference_return=returns["reference"],
-                     baseline_return=baseline, sandboxes=len(handed))
+                     baseline_return=baseline, sandboxes=len(handed), dodges=tuple(played_dodges))
 
 
 async def _play(env: Env, policy: Any, task: Task, name: str, episode_timeout: float) -> Trajectory:

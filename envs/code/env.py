@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from agentgym.env import Env
+from agentgym.env import Dodge, Env
 from agentgym.errors import ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
@@ -131,4 +131,27 @@ class CodeEnv(Env):
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
         return {"reference": ReferenceSolution, "baseline": PromptBaseline}
+
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        """Ways to break the episode through the session and the relay (``check_env``'s "no dodge" check)."""
+        task = _humaneval()[0]
+        entry = task.data["entry_point"]
+
+        def returns(value: str) -> str:
+            return f"def {entry}(*args, **kwargs):\n    return {value}\n"
+
+        return {
+            "a return value far over a frame": Dodge.calls(("submit", {"code": returns("'x' * (64 << 20)")}),
+                                                           task=task),
+            "a return value just under the limit of plain data": Dodge.calls(
+                ("submit", {"code": returns("'x' * 1_040_000")}), task=task),
+            "a return value that grows in JSON": Dodge.calls(
+                ("submit", {"code": returns("['\\u0001'] * 170_000")}), task=task),
+            "a return value no frame can carry": Dodge.calls(("submit", {"code": returns("object()")}), task=task),
+            "a submission that kills its sandbox": Dodge.calls(
+                ("submit", {"code": "import os, signal\nos.kill(1, signal.SIGKILL)\nos._exit(0)\n"}), task=task),
+            "output over the session's cap": Dodge.calls(("python", {"code": "print('y' * (256 << 20))"}),
+                                                         ("python", {"code": "import os; os._exit(3)"}), task=task),
+        }
 

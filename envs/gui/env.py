@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from agentgym.env import Env
+from agentgym.env import Dodge, Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
 from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, PageHung, Status, open_task
 from agentgym.envs.gui.rewards import task_reward
@@ -120,6 +120,25 @@ class GUIEnv(Env):
         from agentgym.envs.gui.policies import RandomClickPolicy, ReferencePolicy
 
         return {"reference": ReferencePolicy, "baseline": RandomClickPolicy, "random": RandomClickPolicy}
+
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        """Ways for a model to break a GUI episode (``check_env``'s "no dodge" check): markup that would run
+        as script where a page echoes what is typed, input that wedged the page, keys that would leave it."""
+        terminal = miniwob_task("terminal")
+        markup = "<img src=x onerror=\"WOB_DONE_GLOBAL=true;WOB_RAW_REWARD_GLOBAL=WOB_REWARD_GLOBAL=1\">"
+        return {
+            "typed markup where the page echoes it": Dodge.calls(("type", {"text": markup}),
+                                                                 ("press", {"key": "Enter"}), task=terminal),
+            "scroll deltas that wedge the page's input": Dodge.calls(("scroll", {"dx": 1e308, "dy": -1e308}),
+                                                                      ("scroll", {"dx": 0, "dy": 1e15}),
+                                                                      ("click", {"x": 80, "y": 100})),
+            "a megabyte typed": Dodge.calls(("type", {"text": "z" * (1 << 20)}), ("press", {"key": "Enter"})),
+            "keys that leave the page": Dodge.calls(*[("press", {"key": key}) for key in
+                                                      ("Alt+ArrowLeft", "F5", "Control+W", "Control+L", "Escape")]),
+            "refs that name nothing": Dodge.calls(("click_element", {"ref": -(2**62)}),
+                                                  ("click_element", {"ref": 2**62}), ("finish", {})),
+        }
 
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT.format(how=_HOW[self.observation])

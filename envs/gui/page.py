@@ -48,8 +48,9 @@ _STATUS = """({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB
   reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON), href: location.href})"""
 _STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ return null; }} }})()"
 """The status, or null where the page cannot give it: read with a click, whose own failure is another matter."""
-CALL_SECONDS = 10.0
-"""How long one call on the page (an action, a read) may take before the page counts as hung."""
+CALL_SECONDS = 30.0
+"""How long one call on the page (an action, a read) may take before the page counts as hung: far above
+what any takes on a busy machine (milliseconds; typing the most ``type`` allows, a few seconds)."""
 MAX_REASON_CHARS = 300
 MAX_UTTERANCE_CHARS = 2000
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agentgym.env import Env
+from agentgym.env import Dodge, Env
 from agentgym.envs.gui.dataset import read_records
 from agentgym.envs.gui.env import GUIEnv, Observation
 from agentgym.envs.gui.observe import parse_dom
@@ -63,6 +63,11 @@ class GUIPredictEnv(GUIEnv):
         from agentgym.envs.gui.policies import RandomClickPolicy, ReferencePolicy
 
         return {"reference": ReferencePolicy, "baseline": RandomClickPolicy, "random": RandomClickPolicy}
+
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        """None of the live env's: no page runs here (one predicted action is scored); check_env's own apply."""
+        return {}
 
     async def setup(self, task: Task) -> None:
         if "gold" not in task.data:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.env import Env
+from agentgym.env import Dodge, Env
 from agentgym.errors import EnvError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
@@ -178,6 +178,7 @@ class SWEEnv(Env):
             timeout: Seconds before the command is killed (at most 600).
         """
         seconds = min(max(timeout, 1.0), MAX_BASH_SECONDS)
+        _no_nul(command, "a command")
         done = await self.sandbox.exec(command, cwd=REPO_DIR, timeout=seconds)
         parts = [cut(done.output) or "(no output)"]
         if done.truncated:
@@ -261,6 +262,8 @@ class SWEEnv(Env):
         if swe.eval_script and not swe.test_cmd:
             raise ToolError("this task has no test command to run here; use bash to run the repository's tests")
         selection = list(tests) if tests else graded_test_files(swe)
+        for test in selection:
+            _no_nul(test, "a test id")
         result = await testrun.run_tests(self.sandbox, swe.test_cmd or testrun.DEFAULT_TEST_CMD, tests=selection,
                                          timeout=self.test_timeout, parser=parser_name(swe))
         counts: dict[str, int] = {}
@@ -303,6 +306,7 @@ class SWEEnv(Env):
     def _path(self, path: str) -> str:
         if not path.strip():
             raise ToolError("path is empty")
+        _no_nul(path, "a path")
         return posixpath.normpath(posixpath.join(REPO_DIR, path))
 
     async def _read(self, full: str) -> str:
@@ -326,6 +330,19 @@ class SWEEnv(Env):
         return "\n".join(entries[:LISTING_ENTRIES]) + more
 
     @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        """Ways to break an SWE episode (``check_env``'s "no dodge" check), played on the task checked."""
+        return {
+            "a bash timeout that is no number of seconds": Dodge.calls(("bash", {"command": "true", "timeout": 1e308}),
+                                                                      ("bash", {"command": "true", "timeout": -1})),
+            "a file the diff cannot read": Dodge.calls(
+                ("bash", {"command": "printf 'x' > unreadable.txt && chmod 000 unreadable.txt"}), ("submit", {})),
+            "a diff over the size limit": Dodge.calls(
+                ("bash", {"command": "head -c 3000000 /dev/zero | tr '\\0' 'a' | fold -w 100 > grown.txt"}),
+                ("submit", {})),
+        }
+
+    @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
         return {"reference": GoldPatch, "baseline": EmptyPatch}
 
@@ -336,3 +353,13 @@ def _occurrences(text: str, sub: str) -> list[int]:
         found.append(start)
         start = text.find(sub, start + 1)
     return found
+
+
+def _no_nul(text: str, what: str) -> None:
+    """Refuse a NUL byte in what becomes a process's argument (no argv holds one: the exec would fail).
+
+    Raises:
+        ToolError: ``text`` holds one.
+    """
+    if "\0" in text:
+        raise ToolError(f"{what} cannot hold a NUL byte")

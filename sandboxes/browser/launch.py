@@ -46,6 +46,14 @@ CODE_USER = f"{CODE_UID}:{CODE_UID}"
 PIPE_MOUNT = "/run/agentgym"
 """Where the directory of a browser's FIFOs appears in its container (see ``direct.Fifos``)."""
 LAUNCH_TIMEOUT_MS = 60_000
+LOCAL_NETWORK_ARGS = ("--proxy-server=http://192.0.2.1:9", "--proxy-bypass-list=<-loopback>",
+                      "--host-resolver-rules=MAP * ~NOTFOUND",
+                      "--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
+"""What keeps the host's Chromium (the local backend) off the network, short of a namespace: every
+connection its network stack makes (HTTP a Playwright route did not answer, WebSocket, WebRTC's TCP)
+goes to a proxy at a documentation address (192.0.2.0/24, never routed), loopback included (by
+default Chromium bypasses proxies for it); no host name resolves; and WebRTC may not send UDP
+outside a proxy (no STUN, no direct media). What it does not cover is listed in docs/gui.md."""
 # Inside the container: note Chromium's pid, then become Chromium with the pipe on fds 3 (commands,
 # the container's stdin) and 4 (replies, its stdout); Chromium's own stdout joins its stderr.
 # The binary itself: Debian's /usr/bin/chromium-headless-shell is a script that runs it as a child.
@@ -209,7 +217,8 @@ async def launch_local(executable: str, marker: str, on_demand: bool) -> tuple[B
     Raises:
         SandboxError: Chromium did not start.
     """
-    return await _launch([executable], [f"{MARKER}={marker}", *(ON_DEMAND_ARGS if on_demand else ())])
+    args = [f"{MARKER}={marker}", *LOCAL_NETWORK_ARGS, *(ON_DEMAND_ARGS if on_demand else ())]
+    return await _launch([executable], args)
 
 
 async def _launch(command: list[str], args: list[str], fifos: Fifos | None = None) -> tuple[Browser, DirectPipe]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 import pytest
 
 import agentgym
-from agentgym import Env, Episode, Message, Reply, Task, ToolSpec, tool
+from agentgym import Dodge, Env, Episode, Message, Reply, Task, ToolSpec, tool
+from agentgym.errors import ToolError
 from agentgym.testing import EnvCheckError, check_env
 
 ADAPTERS = {"agentgym/mcp-v0"}
@@ -46,8 +48,10 @@ async def test_every_registered_env_keeps_the_contract(env_id: str, tmp_path) ->
     report = await check_env(env_id, sandbox_backend="local", **kwargs)
     assert report.env == env_id and report.tasks == 3
     assert report.reference_return > (report.baseline_return or 0.0)
-    if env_id == "agentgym/code-v0":  # per episode: the session's, the submission's and the tests' own
-        assert report.sandboxes == 3 * 3 * 2
+    if env_id == "agentgym/code-v0":  # per episode: the session's, the submission's and the tests' own; and the dodges'
+        assert report.sandboxes > 3 * 3 * 2
+    own = set(agentgym.make(env_id, **({"path": kwargs["path"]} if "path" in kwargs else {})).dodges())
+    assert own <= set(report.dodges) and "huge reply" in report.dodges, report.dodges
 
 
 def right_answer(episode: Episode) -> bool:
@@ -138,7 +142,7 @@ class Leaky(Guess):
 async def test_a_leaked_sandbox_is_caught() -> None:
     try:
         with pytest.raises(EnvCheckError, match="2 of 4 sandboxes were never given back"):
-            await check_env(Leaky, sandbox_backend="local")
+            await check_env(Leaky, sandbox_backend="local", dodges=False)
     finally:
         for spare in Leaky.spares:
             await spare.close()
@@ -153,3 +157,74 @@ class Crashes(Guess):
 async def test_an_episode_that_errors_is_caught() -> None:
     with pytest.raises(EnvCheckError, match="ended error: RuntimeError: verifier bug"):
         await check_env(Crashes)
+
+
+class Dodgeable(Guess):
+    """A tool the model can make raise: an episode it would rather end in an error than be graded."""
+
+    @tool
+    async def note(self, text: str) -> str:
+        """Take a note.
+
+        Args:
+            text: What to note.
+        """
+        if text.startswith("!"):
+            raise RuntimeError("notes may not start with '!'")
+        return "noted"
+
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        return {"a note that crashes the tool": Dodge.calls(("note", {"text": "!boom"}))}
+
+
+class Fixed(Dodgeable):
+    """The same tool, with the model's mistake as a tool error: the dodge ends graded."""
+
+    model_errors = (RuntimeError,)
+
+
+class Hangs(Guess):
+    """A tool that waits as long as the model asks."""
+
+    @tool
+    async def wait(self, seconds: float) -> str:
+        """Wait.
+
+        Args:
+            seconds: How long.
+        """
+        await asyncio.sleep(seconds)
+        return "waited"
+
+    @classmethod
+    def dodges(cls) -> dict[str, Dodge]:
+        return {"a long wait": Dodge.calls(("wait", {"seconds": 3600}))}
+
+
+class Files(Guess):
+    """A tool that opens what the model names, declaring no dodges: check_env's own find what breaks it."""
+
+    @tool
+    async def read(self, name: str) -> str:
+        """Read a file of the task.
+
+        Args:
+            name: The file's name.
+        """
+        try:
+            return open(name).read()
+        except OSError as e:
+            raise ToolError(str(e)) from e
+
+
+async def test_no_dodge_fails_on_dodgeable_envs_and_passes_once_they_grade() -> None:
+    with pytest.raises(EnvCheckError, match="dodge 'a note that crashes the tool': the episode ended with no grade "
+                                            r"\(RuntimeError: notes may not start"):
+        await check_env(Dodgeable)
+    report = await check_env(Fixed)
+    assert {"a note that crashes the tool", "note with hostile strings", "a lone surrogate"} <= set(report.dodges)
+    with pytest.raises(EnvCheckError, match="dodge 'a long wait': the episode ended with no grade \\(it ran past 2 s"):
+        await check_env(Hangs, episode_timeout=2)
+    with pytest.raises(EnvCheckError, match=r"dodge 'read with hostile strings'.*ValueError: embedded null byte"):
+        await check_env(Files)

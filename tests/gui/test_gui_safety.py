@@ -140,7 +140,8 @@ async def test_page_script_that_breaks_the_status_ends_the_episode_as_a_failure_
     (a page's script is the task's, or the model's only through a hole like the one the fuzz looks for)."""
     from agentgym.envs.gui import page
 
-    monkeypatch.setattr(page, "CALL_SECONDS", 2.0)
+    if how == "a page that hangs":
+        monkeypatch.setattr(page, "CALL_SECONDS", 2.0)
     script, reason = BREAKS[how]
     async with GUIEnv(names="click-button", observation="dom", sandbox_backend=backend) as env:
         for seed in (1, 2):  # the second episode, on the same browser, is unaffected
@@ -222,3 +223,66 @@ async def test_requests_a_page_makes_for_impossible_paths_fail_no_other_episode(
             text = env.trajectory.model_dump_json()
             assert env.trajectory.outcome == "truncated" and env.trajectory.failure is None
             assert str(html_root()) not in text and "site-packages" not in text
+
+
+REACH_OUT = """async ([port, hosts]) => {
+  for (const host of hosts) {
+    try { new WebSocket(`ws://${host}:${port}/`); } catch (e) {}
+    try {
+      const pc = new RTCPeerConnection({iceServers: [{urls: `stun:${host}:${port}`},
+        {urls: `turn:${host}:${port}?transport=tcp`, username: 'u', credential: 'c'}]});
+      pc.createDataChannel('x');
+      await pc.setLocalDescription(await pc.createOffer());
+    } catch (e) {}
+  }
+  await new Promise(r => setTimeout(r, 1500));
+}"""
+"""A page's WebSocket and WebRTC (STUN over UDP, TURN over TCP) to ``port`` of each of ``hosts``."""
+
+
+def host_addresses() -> list[str]:
+    """This machine's addresses: loopback and each interface's (the page may aim at any of them)."""
+    import socket
+
+    addresses = {"127.0.0.1"}
+    with contextlib.suppress(OSError):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+        addresses.add(probe.getsockname()[0])
+        probe.close()
+    return sorted(addresses)
+
+
+async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tmp_path):
+    """A page served with no policy of its own (the browser sandbox's isolation alone, not MiniWoB's CSP)
+    opens WebSockets and WebRTC connections to this machine's addresses: nothing arrives, over TCP or UDP."""
+    import socket
+
+    from agentgym.sandboxes.browser import acquire_browser, release_browser, serve_directory
+
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("0.0.0.0", 0))
+    tcp.listen(16)
+    tcp.setblocking(False)
+    port = tcp.getsockname()[1]
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("0.0.0.0", port))
+    udp.setblocking(False)
+    (tmp_path / "index.html").write_text("<html><body>reach out</body></html>")
+    browser = await acquire_browser(backend)
+    try:
+        context = await browser.new_context()
+        origin = await serve_directory(context, tmp_path)
+        page = await context.new_page()
+        await page.goto(origin + "index.html")
+        await page.evaluate(REACH_OUT, [port, host_addresses()])
+    finally:
+        await release_browser(browser)
+    arrived = []
+    with contextlib.suppress(BlockingIOError):
+        arrived.append(tcp.accept())
+    with contextlib.suppress(BlockingIOError):
+        arrived.append(udp.recvfrom(2048))
+    tcp.close()
+    udp.close()
+    assert not arrived, f"reached the host on {backend}: {arrived}"

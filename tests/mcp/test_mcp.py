@@ -277,3 +277,17 @@ def test_mcp_serve_refuses_an_unknown_env(tmp_path):
     done = subprocess.run([sys.executable, "-m", "agentgym.cli", "mcp", "serve", "toyy"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "Did you mean 'toy'" in done.stderr
+
+
+async def test_no_dodge_holds_for_tools_from_an_mcp_server():
+    """check_env's "no dodge" check on an env whose tools come from a server: malformed, wrong-typed and
+    hostile calls of each of the server's tools end graded (MCP envs ship no reference for check_env itself)."""
+    from agentgym.testing.no_dodge import check_no_dodge
+
+    env = MCPEnv(servers=[CALC], tasks=[TASK], sandbox_backend="local")
+    try:
+        played = await check_no_dodge(env, "mcp", TASK, timeout=60)
+    finally:
+        await env.close()
+    assert {"add with arguments of the wrong type", "divide with arguments of the wrong type",
+            "huge reply"} <= set(played)

@@ -32,6 +32,7 @@ from agentgym.sandboxes.browser import (
     BrowserSandbox,
     acquire_browser,
     create_browser,
+    launch,
     release_browser,
     serve_directory,
     shutdown_browser_pools,
@@ -279,10 +280,14 @@ FETCH_ALL = """async (urls) => {
 }"""
 
 
-@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local"])
-async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: Path) -> None:
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "local", "unconfined"])
+async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: Path, monkeypatch) -> None:
+    """``unconfined`` is the control: the host's Chromium without the local backend's network switches
+    (``launch.LOCAL_NETWORK_ARGS``) does reach the host, so the switches are what stops it."""
     if backend == "docker":
         docker_or_skip()
+    if backend == "unconfined":
+        monkeypatch.setattr(launch, "LOCAL_NETWORK_ARGS", ())
     connections: list[str] = []
 
     async def count(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -300,8 +305,8 @@ async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: 
     # fetch's outcome, tells whether the host was reached. This machine's own name is looked up in the
     # sandbox (a DNS answer would be a way out too), and a reserved address stands for the outside.
     urls = ([f"http://{a}:{port}/" for a in host_addresses()]
-            + [f"http://{socket.gethostname()}:{port}/", f"http://{UNANSWERED[0]}/"])
-    sandbox = await create_browser(backend)
+            + [f"http://{socket.gethostname()}:{port}/", f"http://{UNANSWERED[0]}/", "http://example.invalid/"])
+    sandbox = await create_browser("local" if backend == "unconfined" else backend)
     try:
         page = await open_site(sandbox, site)
         results = await page.evaluate(FETCH_ALL, urls)
@@ -309,10 +314,10 @@ async def test_untrusted_page_content_cannot_reach_the_host(backend: str, site: 
     finally:
         await sandbox.close()
         server.close()
-    if backend == "local":  # the control: with no isolation the same page does reach the host
+    if backend == "unconfined":
         assert connections and "reached" in results.values(), results
         return
-    assert connections == []
+    assert connections == []  # local: its network stack's only way out is a proxy at a documentation address
     assert all(outcome != "reached" for outcome in results.values()), results
 
 
