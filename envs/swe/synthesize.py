@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.envs.swe import mutate
+from agentgym.envs.swe import mutate, protect
 from agentgym.envs.swe.sdist_image import TESTBED, SdistImage, build_sdist_image, describe, root_commit_script
 from agentgym.envs.swe.testrun import ERROR, FAILED, PASSED, XFAIL, SuiteResult, run_tests
 from agentgym.errors import AgentgymError, SandboxError
@@ -219,7 +219,10 @@ async def _sources(box: Sandbox) -> dict[str, str]:
 
 
 def _is_source(path: str) -> bool:
-    """Library code: not a test, conftest, setup script, doc or example."""
+    """Library code: not a test, conftest, setup script, doc or example, and nothing the verifier puts
+    back from the base (:func:`~agentgym.envs.swe.protect.is_protected`: a bug there could not be fixed)."""
+    if protect.is_protected(path):
+        return False
     parts = path.split("/")
     name = parts[-1]
     if any(p in ("tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "bench") for p in parts[:-1]):

@@ -49,6 +49,8 @@ def test_what_is_removed_before_the_base_is_put_back() -> None:
     removed = protect.to_remove(listing, {"tests/test_x.py", "setup.cfg"})
     assert sorted(removed) == ["conftest.py", "pkg/__pycache__", "pkg/new_test.py", "setup.cfg", "tests",
                                "tests/test_x.py"]
+    # a protected file the task's own fix changes stays as the patch left it
+    assert "conftest.py" not in protect.to_remove(listing, {"tests/test_x.py"}, allowed={"conftest.py"})
 
 
 REPORT = b"""<?xml version="1.0"?><testsuites><testsuite>
