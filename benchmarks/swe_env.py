@@ -6,7 +6,12 @@
 - ``give_back_ms``: what warm reuse pays instead, when an episode ends: kill the code's processes,
   ``git reset``/``git clean``, and the checks (``git status``, scratch directories, ``docker diff``).
 - ``verify_s``: the verifier on the gold patch: a fresh container, the patch, the test patch, the
-  tests, swebench's grading; destroyed after.
+  tests, swebench's grading; destroyed after. It owns the test run (``envs/swe/guard.py``,
+  ``envs/swe/protect.py``): the protected files archived and put back, the image's plugins listed,
+  canaries, the JUnit report read and cross-checked.
+- ``verify_plain_s``: the baseline, measured in the same run, interleaved with ``verify_s``: SWE-bench's
+  procedure alone (a fresh container, ``git apply`` of the patch and the test patch, the test command,
+  swebench's grading), none of that ownership. ``verify_added`` is ``verify_s / verify_plain_s``.
 
 Each figure is the median of ``--runs`` runs (with its range) of per-run p50s over ``--samples``
 episodes. Tasks come from ``--tasks FILE`` (SWE-bench format, first task), or the tiny repository of
@@ -29,10 +34,12 @@ from pathlib import Path
 from results_file import results_path, run_info, save_results
 from stats import spread
 
+from agentgym.envs.swe import testrun
 from agentgym.envs.swe.env import SWEEnv
+from agentgym.envs.swe.grading import Grade, grade, parser_name
 from agentgym.envs.swe.images import image_for
-from agentgym.envs.swe.tasks import SWETask, load_tasks
-from agentgym.envs.swe.verifier import evaluate_patch
+from agentgym.envs.swe.tasks import REPO_DIR, SWETask, load_tasks
+from agentgym.envs.swe.verifier import evaluate_patch, graded_test_files
 from agentgym.envs.swe.warm import GIT, start_fresh, warm_sandboxes
 from agentgym.types import Task
 
@@ -52,8 +59,24 @@ async def tiny_task() -> Task:
     return SWETask.model_validate(repo.task_row(head)).to_task()
 
 
+async def plain_verify(swe: SWETask, patch: str, image: str) -> Grade:
+    """SWE-bench's procedure with nothing the verifier owns: the baseline of ``verify_s``."""
+    sandbox = await start_fresh(image)
+    try:
+        await sandbox.exec(f"{GIT} checkout -q -f {swe.base_commit} && {GIT} clean -qfd", cwd=REPO_DIR)
+        for name, text in (("model", patch), ("test", swe.test_patch)):
+            if text.strip():
+                await sandbox.write_file(f"/tmp/{name}.patch", text)
+                await sandbox.exec(f"{GIT} apply /tmp/{name}.patch", cwd=REPO_DIR)
+        result = await testrun.run_tests(sandbox, swe.test_cmd or testrun.DEFAULT_TEST_CMD,
+                                         tests=graded_test_files(swe), parser=parser_name(swe))
+        return grade(swe, result.swebench_log, applied=True)
+    finally:
+        await sandbox.destroy()
+
+
 async def one_run(task: Task, samples: int) -> dict[str, float]:
-    warm, fresh, give_back, verify = [], [], [], []
+    warm, fresh, give_back, verify, plain = [], [], [], [], []
     env = SWEEnv()
     try:
         for i in range(samples * 2):
@@ -76,11 +99,17 @@ async def one_run(task: Task, samples: int) -> dict[str, float]:
         graded = await evaluate_patch(swe, swe.patch, image=image)
         verify.append(time.perf_counter() - started)
         assert graded.resolved, graded.reason
+        started = time.perf_counter()
+        graded = await plain_verify(swe, swe.patch, image)
+        plain.append(time.perf_counter() - started)
+        assert graded.resolved, graded.reason
     return {
         "reset_warm_ms": statistics.median(warm) * 1e3,
         "reset_fresh_ms": statistics.median(fresh) * 1e3,
         "give_back_ms": statistics.median(give_back) * 1e3,
         "verify_s": statistics.median(verify),
+        "verify_plain_s": statistics.median(plain),
+        "verify_added": statistics.median(verify) / statistics.median(plain),
         "fresh_over_warm": statistics.median(fresh) / statistics.median(warm),
     }
 

@@ -129,13 +129,19 @@ def tampering(result: SuiteResult, report: bytes, graded: Sequence[str], canarie
         outcomes = junit_outcomes(report)
     except ElementTree.ParseError as e:
         return f"{TAMPERED}: its report is not JUnit XML ({e})"
+    by_log_id: dict[tuple[str, str], list[str]] = {}
+    for (classname, name), status in outcomes.items():
+        # swebench's parser keeps an id up to its first whitespace (``test_x[a b]`` is ``test_x[a``):
+        # the report's cases are grouped the same way, and every case of a group must agree.
+        by_log_id.setdefault((classname, name.split()[0] if name.split() else name), []).append(status)
     for test, expected, what in ((canaries.passing, PASSED, "pass"), (canaries.failing, FAILED, "fail")):
-        if result.statuses.get(test) != expected or outcomes.get(report_key(test)) != expected:
+        if result.statuses.get(test) != expected or by_log_id.get(report_key(test)) != [expected]:
             return f"{TAMPERED}: a test the verifier wrote to {what} did not {what}"
     for test in graded:
-        reported = outcomes.get(report_key(test), "nothing")
-        if result.statuses.get(test) in (PASSED, XFAIL) and reported not in (PASSED, XFAIL):
-            return f"{TAMPERED}: the log says {test} passed, the run's report says {reported}"
+        reported = by_log_id.get(report_key(test), [])
+        if result.statuses.get(test) in (PASSED, XFAIL) and (not reported or set(reported) - {PASSED, XFAIL}):
+            shown = ", ".join(sorted(set(reported))) or "nothing"
+            return f"{TAMPERED}: the log says {test} passed, the run's report says {shown}"
     return None
 
 

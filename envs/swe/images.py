@@ -8,8 +8,8 @@ Three ways to get the repository's image, tried in this order for a task:
 3. ``source_archive``: an sdist (``{"package", "version", "sha256", "filename"}``), turned into an image by
    :func:`~agentgym.envs.swe.sdist_image.build_sdist_image` (Debian base, the sdist's tests'
    dependencies, the repository at ``/testbed`` as a git repo at the release); a synthesized task's
-   ``bug_patch`` (in ``source_archive``) is then committed on top in a layer of its own
-   (:func:`with_bug`), whose commit is the task's ``base_commit``.
+   ``bug_patch`` (in ``source_archive``) is then applied in a layer of its own and the tree made the
+   one commit of a new repository (:func:`with_bug`), whose hash is the task's ``base_commit``.
 
 With none of them, the task is taken to be an official SWE-bench instance, whose image follows
 swebench's naming scheme (``swebench/sweb.eval.x86_64.<instance_id>:latest``, ``__`` spelled
@@ -83,7 +83,9 @@ def base_image(task: SWETask) -> str:
         from .sdist_image import build_sdist_image
 
         archive = task.source_archive
-        release = build_sdist_image(archive["package"], archive.get("version"), sha256=archive.get("sha256"))
+        extra = tuple(r for r in archive.get("extra_requirements", "").splitlines() if r.strip())
+        release = build_sdist_image(archive["package"], archive.get("version"), sha256=archive.get("sha256"),
+                                    extra_requirements=extra)
         return with_bug(release, task) if archive.get("bug_patch") else release
     return _existing(swebench_image_name(task.instance_id),
                      f"the official SWE-bench image of {task.instance_id} (the task names no image, "
@@ -91,26 +93,24 @@ def base_image(task: SWETask) -> str:
 
 
 def with_bug(release: str, task: SWETask) -> str:
-    """A synthesized task's image: its sdist's image with the task's ``bug_patch`` committed at ``/testbed``.
-
-    The commit is made as the synthesizer made it (``sdist_image.COMMIT_AUTHOR`` and ``COMMIT_DATE``,
-    the instance id as message), so its hash is the task's ``base_commit``; the build fails if it is not.
-    Tagged ``agentgym/swe-task:<hash of the release image id and the task>``, built once.
+    """A synthesized task's image: its sdist's image with the task's ``bug_patch`` applied at ``/testbed``
+    and the tree made the one commit of a new repository
+    (:func:`~agentgym.envs.swe.sdist_image.root_commit_script`), as the synthesizer made it, so its
+    hash is the task's ``base_commit``; the build fails if it is not. The release's history and
+    objects are gone from the container's view (``.git`` is made anew in this layer). Tagged
+    ``agentgym/swe-task:<hash of the release image id and the task>``, built once.
 
     Raises:
         EnvError: The bug does not apply, or the commit is not the task's base commit.
     """
-    from .sdist_image import COMMIT_AUTHOR, COMMIT_DATE
+    from .sdist_image import root_commit_script
 
     assert task.source_archive is not None
     bug = base64.b64encode(task.source_archive["bug_patch"].encode()).decode()
-    name, email = COMMIT_AUTHOR
     dockerfile = f"""FROM {release}
 USER 0
 RUN cd {REPO_DIR} && echo {bug} | base64 -d > /tmp/agentgym-bug.patch && git apply /tmp/agentgym-bug.patch \\
- && rm /tmp/agentgym-bug.patch && git add --all \\
- && GIT_AUTHOR_DATE='{COMMIT_DATE}' GIT_COMMITTER_DATE='{COMMIT_DATE}' git -c user.name='{name}' \\
-    -c user.email='{email}' commit --quiet --no-gpg-sign -m {shlex.quote(task.instance_id)} \\
+ && rm /tmp/agentgym-bug.patch && {root_commit_script()} \\
  && test "$(git rev-parse HEAD)" = {shlex.quote(task.base_commit)}
 """
     with _lock:

@@ -80,19 +80,21 @@ def _symlink_target(rest: list[str]) -> str | None:
     return None
 
 
-def to_remove(listing: Iterable[tuple[str, str]], base: set[str]) -> list[str]:
+def to_remove(listing: Iterable[tuple[str, str]], base: set[str], *, allowed: Iterable[str] = ()) -> list[str]:
     """What to delete from the patched tree before the base's protected files are put back.
 
     Args:
         listing: ``(type, path)`` of every entry of the patched tree outside ``.git`` (``find``'s
             ``%y``: ``f`` file, ``d`` folder, ``l`` link...), paths relative to the repository.
         base: The protected files of the base, which are put back after.
+        allowed: Protected paths the patch may change all the same (those the task's own fix changes).
 
     Returns every protected entry the base does not have (the model's conftest, a planted ``.pth``,
     bytecode), every base file's present entry, and whatever stands where a folder of a base file
     must be (a link, a file), so that putting them back writes through nothing the model made.
     """
     folders = {"/".join(p.split("/")[:i]) for p in base for i in range(1, p.count("/") + 1)}
+    allowed = set(allowed)
     remove = []
     for kind, path in listing:
         if path in base:
@@ -100,7 +102,7 @@ def to_remove(listing: Iterable[tuple[str, str]], base: set[str]) -> list[str]:
         elif path in folders:
             if kind != "d":
                 remove.append(path)
-        elif kind != "d" and is_protected(path):
+        elif kind != "d" and is_protected(path) and path not in allowed:
             remove.append(path)
         elif kind == "d" and path.rsplit("/", 1)[-1] == "__pycache__":
             remove.append(path)

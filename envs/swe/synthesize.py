@@ -8,9 +8,10 @@ For a package on PyPI (``agentgym swe synthesize --package toolz``):
    each mutant runs the suite in a fresh sandbox (Docker, no network), ``jobs`` at a time, under a
    timeout; a mutant is kept when some candidate tests fail (FAIL_TO_PASS) and every other one still
    passes (PASS_TO_PASS) — one that stops a test from being collected or times out is not;
-4. the row's base is the release with the bug committed on top; its gold ``patch`` is the diff that
-   undoes the bug, and its problem statement is written from the failing output (a template, or a
-   model through litellm with ``model``).
+4. the row's base is the mutant's tree as the one commit of a new repository (a neutral message, no
+   parent, no reflog, every file's time the same: nothing in the model's container tells the release
+   or the bug apart from the rest); its gold ``patch`` is the diff that undoes the bug, and its problem
+   statement is written from the failing output (a template, or a model through litellm with ``model``).
 
 Mutants are tried in the seed's order and the first ``count`` kept ones, in that order, are the
 tasks, however the parallel runs interleave: the same package, version and seed give the same rows
@@ -18,7 +19,8 @@ tasks, however the parallel runs interleave: the same package, version and seed 
 
 A synthesized task carries what rebuilds its repository anywhere: ``source_archive`` names the sdist
 (package, version, sha256) and holds ``sdist_commit`` and the ``bug_patch``; :func:`checkout_base`
-makes the base commit from them, and its hash must equal ``base_commit``.
+makes the base commit from them (the release's tree, the bug applied, one root commit), and its hash
+must equal ``base_commit``.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.envs.swe import mutate
-from agentgym.envs.swe.sdist_image import COMMIT_AUTHOR, COMMIT_DATE, TESTBED, SdistImage, build_sdist_image, describe
+from agentgym.envs.swe import mutate, protect
+from agentgym.envs.swe.sdist_image import TESTBED, SdistImage, build_sdist_image, describe, root_commit_script
 from agentgym.envs.swe.testrun import ERROR, FAILED, PASSED, XFAIL, SuiteResult, run_tests
 from agentgym.errors import AgentgymError, SandboxError
 from agentgym.sandboxes.base import Limits, Sandbox
@@ -116,6 +118,7 @@ async def synthesize(
     operators: Sequence[str] = mutate.OPERATORS,
     model: str | None = None,
     api_base: str | None = None,
+    test_requirements: Sequence[str] = (),
     stats: Stats | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
@@ -131,6 +134,9 @@ async def synthesize(
         operators: Mutation operators to use.
         model: A litellm model string that writes the problem statements; a template when None.
         api_base: The model's endpoint.
+        test_requirements: What the package's tests need beyond pytest and its own test extras
+            (``hypothesis``, a pytest plugin), installed in its image; the rows record them
+            (``source_archive["extra_requirements"]``, one a line), so the image is rebuilt the same.
         stats: Filled with counts and timings.
         progress: Called with one line per mutant tried.
 
@@ -141,7 +147,8 @@ async def synthesize(
     stats = stats if stats is not None else Stats()
     say = progress or (lambda line: None)
     started = time.monotonic()
-    tag = await asyncio.to_thread(build_sdist_image, package, version)
+    extra = tuple(test_requirements)
+    tag = await asyncio.to_thread(lambda: build_sdist_image(package, version, extra_requirements=extra))
     image = await asyncio.to_thread(describe, tag)
     stats.build_seconds = time.monotonic() - started
     test_cmd = package_test_cmd(image, package)
@@ -194,7 +201,7 @@ async def synthesize(
         await asyncio.gather(*pending, return_exceptions=True)
     stats.mutant_seconds = time.monotonic() - started
 
-    rows = [_row(image, package, test_cmd, c) for c in kept]
+    rows = [_row(image, package, test_cmd, c, extra) for c in kept]
     if model is not None:
         for row, candidate in zip(rows, kept, strict=True):
             row["problem_statement"] = await _model_statement(model, api_base, image, candidate)
@@ -212,7 +219,10 @@ async def _sources(box: Sandbox) -> dict[str, str]:
 
 
 def _is_source(path: str) -> bool:
-    """Library code: not a test, conftest, setup script, doc or example."""
+    """Library code: not a test, conftest, setup script, doc or example, and nothing the verifier puts
+    back from the base (:func:`~agentgym.envs.swe.protect.is_protected`: a bug there could not be fixed)."""
+    if protect.is_protected(path):
+        return False
     parts = path.split("/")
     name = parts[-1]
     if any(p in ("tests", "test", "testing", "docs", "doc", "examples", "benchmarks", "bench") for p in parts[:-1]):
@@ -232,9 +242,9 @@ async def _try(
     async with await start("docker", tag, LIMITS) as box:
         await _copy_repo(box, WORKTREE)
         await box.write_file(f"{WORKTREE}/{mutation.path}", source)
-        base_commit = await _commit(box, WORKTREE, instance_id)
-        bug_patch = await _git(box, WORKTREE, "diff HEAD~1 HEAD")
-        patch = await _git(box, WORKTREE, "diff HEAD HEAD~1")
+        bug_patch = await _git(box, WORKTREE, "diff HEAD")
+        patch = await _git(box, WORKTREE, "diff -R HEAD")
+        base_commit = await _commit(box, WORKTREE)
         try:
             run = await run_tests(box, test_cmd, cwd=WORKTREE, timeout=timeout)
         except SandboxError:  # the mutant took its sandbox down (memory, processes): not a task
@@ -256,7 +266,7 @@ async def _try(
 
 async def checkout_base(sandbox: Sandbox, task: Mapping[str, Any], dest: str = WORKTREE) -> str:
     """Make a synthesized task's base in ``sandbox`` (started from its sdist image): ``/testbed`` copied
-    to ``dest`` with the task's bug committed on top. Returns ``dest``.
+    to ``dest``, the task's bug applied, the tree committed as the base. Returns ``dest``.
 
     Raises:
         SandboxError: The bug does not apply, or the commit made is not the task's ``base_commit``
@@ -269,7 +279,7 @@ async def checkout_base(sandbox: Sandbox, task: Mapping[str, Any], dest: str = W
                                  cwd=dest, timeout=60)
     if applied.exit_code != 0:
         raise SandboxError(f"{task['instance_id']}: the bug patch does not apply: {applied.output[-500:]}")
-    made = await _commit(sandbox, dest, task["instance_id"])
+    made = await _commit(sandbox, dest)
     if made != task["base_commit"]:
         raise SandboxError(f"{task['instance_id']}: made base commit {made}, the task says {task['base_commit']}")
     return dest
@@ -281,18 +291,10 @@ async def _copy_repo(box: Sandbox, dest: str) -> None:
         raise SandboxError(f"could not copy the repository: {copied.output[-500:]}")
 
 
-async def _commit(box: Sandbox, repo: str, message: str) -> str:
-    """Commit everything in ``repo`` as the image's fixed author and date; the new commit's hash.
-
-    Fixed author, date and message make the hash a function of the tree and parent alone, so
-    :func:`checkout_base` makes the very commit the synthesizer made.
-    """
-    name, email = COMMIT_AUTHOR
-    script = (
-        f"git add --all && GIT_AUTHOR_DATE='{COMMIT_DATE}' GIT_COMMITTER_DATE='{COMMIT_DATE}' "
-        f"git -c user.name='{name}' -c user.email='{email}' commit --quiet --no-gpg-sign -m {shlex.quote(message)}"
-    )
-    done = await box.exec(script, cwd=repo, timeout=60)
+async def _commit(box: Sandbox, repo: str) -> str:
+    """Make the tree in ``repo`` a task's base (:func:`~agentgym.envs.swe.sdist_image.root_commit_script`:
+    one commit, nothing of the release or the bug); the commit's hash, a function of the tree alone."""
+    done = await box.exec(root_commit_script(), cwd=repo, timeout=120)
     if done.exit_code != 0:
         raise SandboxError(f"git commit failed: {done.output[-500:]}")
     return (await _git(box, repo, "rev-parse HEAD")).strip()
@@ -312,8 +314,10 @@ def _instance_id(image: SdistImage, package: str, mutation: mutate.Mutation) -> 
     return f"{name}__{name}-{image.version}.{mutation.operator}.{digest}"
 
 
-def _row(image: SdistImage, package: str, test_cmd: str, candidate: Candidate) -> dict[str, Any]:
+def _row(image: SdistImage, package: str, test_cmd: str, candidate: Candidate,
+         extra: tuple[str, ...]) -> dict[str, Any]:
     m = candidate.mutation
+    wanted = {"extra_requirements": "\n".join(extra)} if extra else {}
     return {
         "instance_id": candidate.instance_id,
         "repo": f"pypi/{_norm(package)}",
@@ -325,7 +329,7 @@ def _row(image: SdistImage, package: str, test_cmd: str, candidate: Candidate) -
         "PASS_TO_PASS": list(candidate.pass_to_pass),
         "version": image.version,
         "source_archive": {
-            **image.source_archive, "sdist_commit": image.base_commit, "bug_patch": candidate.bug_patch,
+            **image.source_archive, "sdist_commit": image.base_commit, "bug_patch": candidate.bug_patch, **wanted,
         },
         "test_cmd": test_cmd,
         "mutation": {"operator": m.operator, "path": m.path, "line": m.line, "description": m.description},

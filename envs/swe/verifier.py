@@ -70,6 +70,13 @@ def graded_test_files(task: SWETask) -> list[str]:
     return sorted(files)
 
 
+def fix_files(task: SWETask) -> set[str]:
+    """Protected paths the gold patch itself changes (a ``setup.cfg``, a ``conftest.py`` the fix is in),
+    the test files aside: the model may change them too, or the task could not be solved."""
+    gold = {path for m in _PATCH_FILES.finditer(task.patch) for path in m.groups()}
+    return {p for p in gold if protect.is_protected(p)} - set(graded_test_files(task))
+
+
 async def evaluate_patch(task: SWETask, patch: str, *, image: str, timeout: float = 600.0) -> Grade:
     """SWE-bench's verdict on ``patch`` for ``task``, from a fresh container of ``image``.
 
@@ -132,7 +139,8 @@ async def _keep_protected(sandbox: AgentSandbox, task: SWETask, stage: str) -> s
     listing = await _listing(sandbox, stage)
     present = {path for kind, path in listing if kind in ("f", "l")}
     named = set(graded_test_files(task))
-    kept = {p for p in present if (protect.is_protected(p) and not _bytecode(p)) or p in named}
+    kept = {p for p in present if (protect.is_protected(p) and not _bytecode(p) and p not in fix_files(task))
+            or p in named}
     await sandbox.write_file(f"{stage}/keep", "".join(f"{p}\0" for p in sorted(kept)))
     await _sh(sandbox, f"tar -cf {stage}/protected.tar --null --no-recursion -T {stage}/keep",
               "archiving the test files")
@@ -143,7 +151,7 @@ async def _restore_protected(sandbox: AgentSandbox, task: SWETask, stage: str, k
     """Put the archived files back over the patched tree and remove every other protected file, so the
     test run reads the base's tests, configuration and path hooks whatever the patch did."""
     listing = await _listing(sandbox, stage)
-    remove = protect.to_remove(listing, kept)
+    remove = protect.to_remove(listing, kept, allowed=fix_files(task))
     named = set(graded_test_files(task)) - kept  # graded files the base lacks (the test patch adds none)
     remove += [path for _, path in listing if path in named]
     await sandbox.write_file(f"{stage}/remove", "".join(f"{p}\0" for p in remove))

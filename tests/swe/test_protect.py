@@ -49,6 +49,8 @@ def test_what_is_removed_before_the_base_is_put_back() -> None:
     removed = protect.to_remove(listing, {"tests/test_x.py", "setup.cfg"})
     assert sorted(removed) == ["conftest.py", "pkg/__pycache__", "pkg/new_test.py", "setup.cfg", "tests",
                                "tests/test_x.py"]
+    # a protected file the task's own fix changes stays as the patch left it
+    assert "conftest.py" not in protect.to_remove(listing, {"tests/test_x.py"}, allowed={"conftest.py"})
 
 
 REPORT = b"""<?xml version="1.0"?><testsuites><testsuite>
@@ -56,17 +58,19 @@ REPORT = b"""<?xml version="1.0"?><testsuites><testsuite>
 <testcase classname="tests.test_x.TestK" name="test_b[1-2]" file="tests/base.py"><failure message="x"/></testcase>
 <testcase classname="tests.test_x" name="test_c"><skipped type="pytest.xfail" message="x"/></testcase>
 <testcase classname="tests.test_x" name="test_d"/><testcase classname="tests.test_x" name="test_d"><error/></testcase>
-</testsuite></testsuites>"""
+<testcase classname="tests.test_x" name="test_e[a b]"/><testcase classname="tests.test_x" name="test_e[a c]"/>
+<testcase classname="tests.test_x" name="test_f[a b]"/><testcase classname="tests.test_x" name="test_f[a c]"><failure/>
+</testcase></testsuite></testsuites>"""
 
 
 def test_junit_outcomes_by_pytest_id() -> None:
     outcomes = guard.junit_outcomes(REPORT)
     status = {t: outcomes.get(guard.report_key(t)) for t in (
         "tests/test_x.py::test_a", "tests/test_x.py::TestK::test_b[1-2]", "tests/test_x.py::test_c",
-        "tests/test_x.py::test_d", "tests/test_x.py::test_e")}
+        "tests/test_x.py::test_d", "tests/test_x.py::test_g")}
     assert status == {"tests/test_x.py::test_a": "PASSED", "tests/test_x.py::TestK::test_b[1-2]": "FAILED",
                       "tests/test_x.py::test_c": "XFAIL", "tests/test_x.py::test_d": "ERROR",
-                      "tests/test_x.py::test_e": None}
+                      "tests/test_x.py::test_g": None}
 
 
 def test_a_log_that_disagrees_with_the_report_is_tampered_with() -> None:
@@ -79,6 +83,12 @@ def test_a_log_that_disagrees_with_the_report_is_tampered_with() -> None:
                 "tests/test_x.py::TestK::test_b[1-2]": "PASSED"}
     result = SuiteResult(statuses=statuses, log="", exit_code=0, timed_out=False)
     assert guard.tampering(result, report, ["tests/test_x.py::test_a"], canaries) is None
+    # swebench's parser cuts an id at its first space: every case it stands for must have passed
+    cut = {"tests/test_x.py::test_e[a": "PASSED", "tests/test_x.py::test_f[a": "PASSED"}
+    spaced = SuiteResult(statuses={**statuses, **cut}, log="", exit_code=0, timed_out=False)
+    assert guard.tampering(spaced, report, ["tests/test_x.py::test_e[a"], canaries) is None
+    assert "test_f[a passed, the run's report says FAILED, PASSED" in (
+        guard.tampering(spaced, report, ["tests/test_x.py::test_f[a"], canaries) or "")
     why = guard.tampering(result, report, ["tests/test_x.py::TestK::test_b[1-2]"], canaries)
     assert why == ("the test run was tampered with: the log says tests/test_x.py::TestK::test_b[1-2] passed, "
                    "the run's report says FAILED")

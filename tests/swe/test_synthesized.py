@@ -81,3 +81,59 @@ def test_reference_and_baseline_through_the_env(path: Path) -> None:
     assert empty.info["sandbox_reused"] is True
     image = image_for(SWETask.of(task))
     assert not engine.client().containers.list(all=True, filters={"ancestor": image})
+
+
+SEARCH = r"""
+set -u
+echo "commits: $(git rev-list --all | wc -l)"
+echo "messages: $(git log --all --format=%s | tr '\n' ' ')"
+echo "parents: $(git log --all --format=%P | tr -d '\n')"
+echo "reflog: $(git reflog 2>&1 | wc -l) $(ls -A .git/logs 2>/dev/null | wc -l)"
+echo "unreachable: $(git fsck --unreachable --no-reflogs 2>/dev/null | wc -l)"
+echo "stashes: $(git stash list | wc -l)"
+echo "times: $(find . -path ./.git -prune -o -printf '%T@\n' | sort -u | wc -l)"
+echo "fixed blob: $(git cat-file -e "$1" 2>/dev/null && echo present || echo absent)"
+echo "fixed copies: $(find / -xdev -type f -name "$2" -exec sha256sum {} + 2>/dev/null | grep -c "$3")"
+"""
+"""What the model's user finds in its container: history, reflog, loose objects, file times, and any
+file of the fixed module's name holding the fixed text (the blob by hash, and by content anywhere)."""
+
+
+LAYOUTS = [f for f in FILES if f.stem in ("cachetools", "toolz")]  # src/ and flat, tests inside the package
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # the sdist and task images are built on first use
+@pytest.mark.parametrize("path", LAYOUTS, ids=[f.stem for f in LAYOUTS])
+def test_the_model_s_container_shows_nothing_of_the_fix(path: Path) -> None:
+    docker_or_skip()
+    import hashlib
+
+    from agentgym.envs.swe.warm import start_fresh
+
+    swe = SWETask.of(load_tasks(path)[0])
+    mutated = swe.source_archive["bug_patch"].split("\n", 1)[0].split(" b/")[-1]
+
+    async def main():
+        sandbox = await start_fresh(await asyncio.to_thread(image_for, swe))
+        try:
+            buggy = await sandbox.read_file(f"/testbed/{mutated}")
+            await sandbox.write_file("/tmp/gold.patch", swe.patch)
+            await sandbox.exec("mkdir -p /tmp/fixed && cp -a /testbed/. /tmp/fixed/ && cd /tmp/fixed && "
+                               "git apply /tmp/gold.patch", timeout=120)
+            fixed = await sandbox.read_file(f"/tmp/fixed/{mutated}")
+            await sandbox.exec("rm -rf /tmp/fixed /tmp/gold.patch", timeout=60)
+            blob = hashlib.sha1(b"blob %d\0" % len(fixed) + fixed).hexdigest()  # git hash-object
+            digest = hashlib.sha256(fixed).hexdigest()
+            await sandbox.write_file("/tmp/search.sh", SEARCH)
+            found = await sandbox.exec(f"sh /tmp/search.sh {blob} {Path(mutated).name} {digest}", cwd="/testbed",
+                                       timeout=300)
+            return buggy, fixed, found.output
+        finally:
+            await sandbox.destroy()
+
+    buggy, fixed, seen = asyncio.run(main())
+    assert buggy != fixed  # the gold patch changes the mutated module: there is a fixed version to hide
+    facts = dict(line.split(": ", 1) for line in seen.strip().splitlines())
+    assert facts == {"commits": "1", "messages": "base ", "parents": "", "reflog": "0 0", "unreachable": "0",
+                     "stashes": "0", "times": "1", "fixed blob": "absent", "fixed copies": "0"}, seen
