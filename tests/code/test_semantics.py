@@ -50,7 +50,6 @@ def verdicts(tests: list[dict[str, Any]]) -> list[tuple[str, bool]]:
     return [(t["test"][:SOURCE_CHARS], t["passed"]) for t in tests]
 
 
-@pytest.mark.slow  # about two minutes on Docker from cold pools
 async def test_the_relays_verdicts_are_plain_pythons(backend: str) -> None:
     sandbox = await acquire(backend, verifier="oracle")
     gate = asyncio.Semaphore(CONCURRENCY)
