@@ -161,6 +161,9 @@ def test_tools(task) -> None:
             connect = "import socket; socket.create_connection(('192.0.2.1', 80), 5)"  # reserved: no one answers
             out["network"] = await env.bash(f'python3 -c "{connect}"')
             out["secrets"] = await env.bash("env; ls /var/run/docker.sock")
+            # the row's hidden parts: the test patch's new test (named in FAIL_TO_PASS), the lists' field names
+            out["hidden"] = await env.bash("grep -rlE 'test_add_negative|FAIL_TO_PASS|PASS_TO_PASS' / "
+                                           "--exclude-dir=proc --exclude-dir=sys 2>/dev/null; true")
             out["tests"] = await env.run_tests(["tests/test_calc.py::test_add"])
             out["submit"] = await env.submit()
             out["patch"] = env.patch
@@ -179,6 +182,7 @@ def test_tools(task) -> None:
     assert "timed out after 1 s" in out["slow"]
     assert "exit code 1" in out["network"] and "Network is unreachable" in out["network"]
     assert "No such file" in out["secrets"] and "HOME=/work" in out["secrets"] and "OPENAI" not in out["secrets"]
+    assert out["hidden"] == "exit code 0\n(no output)", out["hidden"]
     assert "1 passed" in out["tests"]
     assert "2 file(s)" in out["submit"]
     assert "+    return a + b" in out["patch"] and "new file mode" in out["patch"] and "+X = 1" in out["patch"]
