@@ -84,7 +84,7 @@ def load_model(path: Path, *, dtype: Any = None) -> tuple[Any, Any]:
             model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
             # The weights are plain float32 tensors now; transformers still marks the model (and its config)
             # as GGUF-quantized and refuses to save it, so the marks go.
-            model.hf_quantizer = None
+            model.hf_quantizer = None  # type: ignore[assignment]
             model.config.__dict__.pop("quantization_config", None)
             partial = folder.with_name(folder.name + f".partial-{os.getpid()}")
             model.save_pretrained(partial)
