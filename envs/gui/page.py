@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentgym.envs.gui.tasks import html_root
-from agentgym.errors import SandboxError
+from agentgym.errors import SandboxError, SandboxTimeout
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.browser import BrowserSandbox
@@ -220,7 +220,8 @@ class MiniWoBPage:
         """A trusted left click at (x, y): mouse move, press and release, as Playwright's ``mouse.click``;
         the page's status once it has handled the click (read in the same write when it can be), or
         None when the page cannot say (:meth:`status` then raises why, as after any other action)."""
-        raw = await self._bounded((await self.frames.session()).click(x, y, then=_STATUS_OR_NULL), "a click")
+        session = await self.frames.session()
+        raw = await self._answered(session.click(x, y, then=_STATUS_OR_NULL, timeout=CALL_SECONDS), "a click")
         return None if raw is None else Status.read(raw, self.task)
 
     async def click_ref(self, ref: int) -> str | None:
@@ -229,7 +230,8 @@ class MiniWoBPage:
         return None if result is True else str(result)[:MAX_REASON_CHARS]
 
     async def _evaluate(self, expression: str) -> Any:
-        return await self._bounded((await self.frames.session()).evaluate(expression), "a read of the page")
+        session = await self.frames.session()
+        return await self._answered(session.evaluate(expression, timeout=CALL_SECONDS), "a read of the page")
 
     async def type(self, text: str) -> None:
         await self._bounded(self.frames.run(self.page.keyboard.type(text)), "typing")
@@ -244,13 +246,25 @@ class MiniWoBPage:
         await self.page.mouse.move(x, y)
         await self.page.mouse.wheel(dx, dy)
 
+    async def _answered(self, call: Awaitable[T], what: str) -> T:
+        """``call``, a command on the page's direct session sent with :data:`CALL_SECONDS` as its own deadline
+        (no timer of this process's beside it: the two calls of a step stay cheap).
+
+        Raises:
+            PageHung: The page did not answer in time.
+        """
+        try:
+            return await call
+        except SandboxTimeout as e:
+            raise PageHung(f"the page did not finish {what} within {CALL_SECONDS:g} s") from e
+
     async def _bounded(self, call: Awaitable[T], what: str) -> T:
         """``call``, given :data:`CALL_SECONDS` before the page counts as hung.
 
         Raises:
             PageHung: It did not finish in time (the call is cancelled).
         """
-        deadline = asyncio.timeout(CALL_SECONDS)  # a timer, not a task: a step's two calls stay cheap
+        deadline = asyncio.timeout(CALL_SECONDS)
         try:
             async with deadline:
                 return await call

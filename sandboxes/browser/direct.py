@@ -42,7 +42,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentgym.errors import SandboxError
+from agentgym.errors import SandboxError, SandboxTimeout
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
@@ -241,7 +241,7 @@ class DirectPipe:
             for ident in ids:
                 self._waiting.pop(ident, None)
         if late:
-            raise SandboxError(f"the browser did not answer {commands[0][0]} within {timeout:g} s")
+            raise SandboxTimeout(f"the browser did not answer {commands[0][0]} within {timeout:g} s")
         replies = [future.result() for future in futures]  # the pipe's error, if it closed meanwhile
         for (method, _), reply in zip(commands, replies, strict=True):
             if "error" in reply:
@@ -361,16 +361,16 @@ class PageSession:
         """Send ``commands`` in one write and return their results (see :meth:`DirectPipe.send`)."""
         return await self.pipe.send(self.id, *commands, timeout=timeout)
 
-    async def evaluate(self, expression: str) -> Any:
+    async def evaluate(self, expression: str, *, timeout: float = REPLY_SECONDS) -> Any:
         """The JSON value of ``expression`` in the page's main world.
 
         Raises:
             SandboxError: It threw (the message is the exception's), or the browser is gone.
         """
-        (result,) = await self.send(_evaluate(expression))
+        (result,) = await self.send(_evaluate(expression), timeout=timeout)
         return _value(result)
 
-    async def click(self, x: float, y: float, *, then: str | None = None) -> Any:
+    async def click(self, x: float, y: float, *, then: str | None = None, timeout: float = REPLY_SECONDS) -> Any:
         """A trusted left click at (x, y) CSS pixels: move, press, release, as Playwright's ``mouse.click``;
         with ``then``, the JSON value of that expression once the page has handled the click.
 
@@ -393,17 +393,17 @@ class PageSession:
                     _mouse("mouseReleased", x, y, "left", 1)]
         async with self._clicking:
             if then is None:
-                await self.send(*commands)
+                await self.send(*commands, timeout=timeout)
                 if self._releases is not None:  # one more expected (if it missed the page: a read more, later)
                     self._releases += 1
                 return None
             counted = f"[{_COUNT_RELEASES}, ({then})]"
             seen = self.pipe.playwright_input
-            releases, value = _value((await self.send(*commands, _evaluate(counted)))[-1])
+            releases, value = _value((await self.send(*commands, _evaluate(counted), timeout=timeout))[-1])
             alone = self._input_seen == seen == self.pipe.playwright_input
             if not alone or self._releases is None or releases != self._releases + 1:
                 seen = self.pipe.playwright_input
-                releases, value = await self.evaluate(counted)
+                releases, value = await self.evaluate(counted, timeout=timeout)
             self._releases, self._input_seen = releases, seen
         return value
 

@@ -96,6 +96,7 @@ async def play_and_fuzz(tasks: list[Task], backend: str, found: dict[str, dict])
                     found["ran"][task.id] = ran
 
 
+@pytest.mark.timeout(1800)  # 5 minutes a backend on the 2-core machine, 10 when it is busy
 async def test_no_task_runs_typed_markup_and_honest_play_trips_no_policy_violation(backend):
     """Every task, on two browsers at once: random clicks trip no violation, markup typed anywhere runs nothing."""
     started = time.monotonic()
