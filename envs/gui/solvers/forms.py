@@ -21,7 +21,7 @@ from agentgym.envs.gui.solvers.base import (
 )
 
 
-@solves("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer")
+@solves("click-checkboxes", "click-checkboxes-transfer")
 def click_checkboxes(page: Page) -> Action:
     listed = page.match(r"Select (.*) and click Submit")[1]
     wanted = set() if listed == "nothing" else {w.strip() for w in re.split(r",| and ", listed) if w.strip()}
