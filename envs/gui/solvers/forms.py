@@ -87,18 +87,6 @@ def login_user_popup(page: Page) -> Action:
     return fill_then_submit(page, [(fields[0], page.quoted(0)), (fields[1], page.quoted(1))], page.by_id("subbtn"))
 
 
-@solves("choose-list")
-def choose_list(page: Page) -> Action:
-    """Focus the drop-down and type the option's name (the select's type-ahead picks it), then submit."""
-    wanted = page.match(r"Select (.*) from the list")[1]
-    select = page.by_id("options")
-    if not page.clicked(select):
-        return click(select)
-    if not page.count("type"):
-        return "type", {"text": page.text(wanted)}
-    return click(submit_button(page))
-
-
 @solves("enter-date")
 def enter_date(page: Page) -> Action:
     """Type the date's digits into the date field's first segment (month), which moves on by itself."""
