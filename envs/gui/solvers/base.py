@@ -150,8 +150,10 @@ def click_at(node: Node) -> Action:
     return "click", {"x": x, "y": y}
 
 
-WAIT: Action = ("scroll", {"dx": 0, "dy": 0})
-"""An action that changes nothing: the page gets a turn's time and a frame to move on (an animation)."""
+WAIT: Action = ("scroll", {"dx": 0, "dy": 0, "x": 1, "y": 1})
+"""An action that changes nothing: the page gets a turn's time and a frame to move on (an animation).
+The mouse goes to the top left corner (the instruction), so it hovers over nothing that reacts to it
+(a suggestion list under the mouse would make the item it hovers the one a later click picks)."""
 
 
 def press(key: str) -> Action:

@@ -21,7 +21,7 @@ from agentgym.envs.gui.solvers.base import (
 )
 
 
-@solves("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer")
+@solves("click-checkboxes", "click-checkboxes-transfer")
 def click_checkboxes(page: Page) -> Action:
     listed = page.match(r"Select (.*) and click Submit")[1]
     wanted = set() if listed == "nothing" else {w.strip() for w in re.split(r",| and ", listed) if w.strip()}
@@ -85,18 +85,6 @@ def login_user_popup(page: Page) -> Action:
         return click(cancel[0])
     fields = inputs(page)
     return fill_then_submit(page, [(fields[0], page.quoted(0)), (fields[1], page.quoted(1))], page.by_id("subbtn"))
-
-
-@solves("choose-list")
-def choose_list(page: Page) -> Action:
-    """Focus the drop-down and type the option's name (the select's type-ahead picks it), then submit."""
-    wanted = page.match(r"Select (.*) from the list")[1]
-    select = page.by_id("options")
-    if not page.clicked(select):
-        return click(select)
-    if not page.count("type"):
-        return "type", {"text": page.text(wanted)}
-    return click(submit_button(page))
 
 
 @solves("enter-date")
