@@ -11,6 +11,27 @@ from collections.abc import Iterator
 
 import pytest
 
+SLOW: dict[str, str] = {
+    "tests/swe/": "SWE: images built from sdists, bugs synthesized, patches graded by running suites",
+    "tests/trl/": "TRL: GRPO trainers built and stepped",
+    "tests/gui/": "a real browser per GUI env",
+    "tests/sandboxes/test_browser.py": "a real browser per sandbox",
+    "tests/sandboxes/test_browser_direct.py": "a real browser per sandbox",
+    "tests/faults/": "engines restarted, drivers and Ray workers killed, endpoints failing",
+    "tests/scaleout/": "Ray clusters",
+    "tests/benchmarks/": "the benchmark scripts' smoke tests",
+    "tests/sandboxes/test_mirrors.py::test_an_image_builds": "an image built with debootstrap",
+    "tests/view/test_export.py::test_sft_view_trains": "TRL: an SFT trainer stepped",
+}
+"""The ``slow`` families, by test id prefix (path, or path::name): the one place that says which.
+``pytest -m "not slow"`` runs the rest while working; CI runs everything."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(tuple(SLOW)):
+            item.add_marker(pytest.mark.slow)
+
 
 def docker_or_skip() -> None:
     from agentgym.sandboxes.engine import available

@@ -166,7 +166,6 @@ def loopback_mirror() -> Iterator[_Mirror]:
 
 
 @pytest.mark.docker
-@pytest.mark.slow
 async def test_an_image_builds_from_the_mirror_apt_is_configured_with(
         loopback_mirror: _Mirror, apt_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The only mirror given is in apt's sources (a deb822 file); the build's every download goes through it."""
