@@ -16,25 +16,24 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     dataset = commands.add_parser(
         "dataset", help="record (screenshot, instruction, DOM, gold action with its box) from reference episodes")
     dataset.add_argument("--out", required=True, help="the records' JSONL file (its episodes go beside it)")
-    dataset.add_argument("--names", default="reference",
-                         help="tasks: 'reference' (those the reference solves), 'all', or comma-separated names")
-    dataset.add_argument("--samples", type=int, default=5, help="episodes (seeds) per task")
-    dataset.add_argument("--seed", type=int, default=0, help="first seed")
-    dataset.add_argument("--concurrency", type=int, default=2, help="episodes in flight (one browser each)")
-    dataset.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"],
-                         help="where the browser runs (local: the host's Chromium, no network isolation)")
+    add_episode_options(dataset, samples="episodes (seeds) per task")
     dataset.set_defaults(func=run_dataset)
     coverage = commands.add_parser(
         "coverage", help="the reference's mean reward per task, and a wrong play's (agentgym.envs.gui.coverage)")
-    coverage.add_argument("--names", default="reference",
-                          help="tasks: 'reference' (those the reference solves), 'all', or comma-separated names")
-    coverage.add_argument("--samples", type=int, default=5, help="episodes (seeds) per task and policy")
-    coverage.add_argument("--seed", type=int, default=0, help="first seed")
-    coverage.add_argument("--concurrency", type=int, default=2, help="episodes in flight (one browser each)")
-    coverage.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"],
-                          help="where the browser runs (local: the host's Chromium, no network isolation)")
+    add_episode_options(coverage, samples="episodes (seeds) per task and policy")
     coverage.add_argument("--out", help="also write the rewards per task and seed to this JSON file")
     coverage.set_defaults(func=run_coverage)
+
+
+def add_episode_options(command: argparse.ArgumentParser, *, samples: str) -> None:
+    """The options every ``agentgym gui`` command that plays episodes takes: which tasks, how many, where."""
+    command.add_argument("--names", default="reference",
+                         help="tasks: 'reference' (those the reference solves), 'all', or comma-separated names")
+    command.add_argument("--samples", type=int, default=5, help=samples)
+    command.add_argument("--seed", type=int, default=0, help="first seed")
+    command.add_argument("--concurrency", type=int, default=2, help="episodes in flight (one browser each)")
+    command.add_argument("--sandbox", default="auto", choices=["auto", "docker", "local"],
+                         help="where the browser runs (local: the host's Chromium, no network isolation)")
 
 
 def run_dataset(args: argparse.Namespace) -> int:
