@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import functools
 import logging
 import math
@@ -101,6 +102,23 @@ def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:
     closing = asyncio.ensure_future(creating.result().close())
     _orphans.add(closing)
     closing.add_done_callback(_orphans.discard)
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolCounts:
+    """What a pool holds at one moment; ``population`` is the one count its sizing compares to ``size``."""
+
+    ready: int  # started or wiped, waiting for a caller
+    lent: int  # handed out by a recycling pool: they come back when closed
+    wiping: int  # closed, on their way back
+    starting: int  # spares being started
+    cold: int  # started for a caller who found none ready: counted until lent, so a refill does not start its twin
+    size: int
+    max_size: int
+
+    @property
+    def population(self) -> int:
+        return self.ready + self.lent + self.wiping + self.starting + self.cold
 
 
 class SandboxPool(WarmPool[AgentSandbox]):
@@ -266,8 +284,7 @@ class SandboxPool(WarmPool[AgentSandbox]):
             self._wiping -= 1
         if fresh is not None:
             self._wipe_seconds.add(time.monotonic() - began)
-        population = len(self._ready) + self._starting + self._wiping + self._lent
-        if fresh is None or self._closed or population >= self.max_size or not self._fit(fresh):
+        if fresh is None or self._closed or self._population() >= self.max_size or not self._fit(fresh):
             await (fresh or sandbox).destroy()
             self._refill()
         else:
@@ -303,8 +320,15 @@ class SandboxPool(WarmPool[AgentSandbox]):
         # and spares beyond the lent ones keep the next callers from waiting for a wipe.
         return max(self.size, self._lent + self._cold + self.spares()) if self.recycle else self.size
 
+    def counts(self) -> PoolCounts:
+        """What the pool holds now (for tests, logs and dashboards)."""
+        return PoolCounts(
+            ready=len(self._ready), lent=self._lent, wiping=self._wiping, starting=self._starting,
+            cold=self._cold, size=self.size, max_size=self.max_size,
+        )
+
     def _population(self) -> int:
-        return len(self._ready) + self._starting + self._wiping + self._lent + self._cold
+        return self.counts().population
 
     def _deliver(self, sandbox: AgentSandbox) -> None:
         """A ready sandbox: to the first caller still waiting, else onto the ready queue."""

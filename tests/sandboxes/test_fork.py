@@ -97,9 +97,9 @@ async def test_forks_belong_to_no_pool_and_a_wipe_removes_what_they_were_given(b
         await parent.write_file("secret.txt", "the parent's")
         forks = await parent.fork(2)
         assert all(isinstance(f, AgentSandbox) and f.return_to is None for f in forks)
-        lent = pool._lent
+        lent = pool.counts().lent
         await forks[0].close()  # destroyed, not handed to the parent's pool
-        assert pool._lent == lent and not await forks[0].is_alive()
+        assert pool.counts().lent == lent and not await forks[0].is_alive()
         # Were a fork ever wiped for reuse, the files it was given go like any its code wrote.
         assert forks[1].recyclable == parent.recyclable
         if forks[1].recyclable:
@@ -147,7 +147,7 @@ async def test_a_pool_of_other_limits_is_refused_and_keeps_nothing_lent() -> Non
     try:
         with pytest.raises(ValueError, match="the pool gives LocalSandbox sandboxes with"):
             await parent.fork(1, pool=pool)
-        assert pool._lent == 0
+        assert pool.counts().lent == 0
     finally:
         await parent.close()
         await pool.shutdown()
