@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import random
 import statistics
@@ -94,21 +93,10 @@ def reference_examples(env_id: str, tasks: Sequence[Task]) -> list[tuple[list[di
                        concurrency=4))
     pairs = []
     for row in sft_rows(trajectories, successful_only=True):
-        messages = [_template_message(m) for m in row["messages"]]
+        # The rows already follow chat templates' conventions (arguments as mappings, tool names on results).
+        messages = [{**m, "content": m.get("content") or ""} for m in row["messages"]]
         pairs += [(messages[:i], m) for i, m in enumerate(messages) if m["role"] == "assistant"]
     return pairs
-
-
-def _template_message(row: dict[str, Any]) -> dict[str, Any]:
-    """An SFT row's message as chat templates take it (tool-call arguments as objects, not JSON text)."""
-    out: dict[str, Any] = {"role": row["role"], "content": row["content"] or ""}
-    if row.get("tool_calls"):
-        out["tool_calls"] = [{"type": "function", "function": {"name": c["function"]["name"],
-                                                              "arguments": json.loads(c["function"]["arguments"])}}
-                             for c in row["tool_calls"]]
-    if row["role"] == "tool":
-        out["name"] = row.get("name") or "tool"
-    return out
 
 
 # ------------------------------------------------------------------------------------------ evaluation
