@@ -93,11 +93,13 @@ class Status:
         """From the value of :data:`_STATUS` in the page of ``task``; :meth:`failed` unless every field holds.
 
         ``done`` must be a boolean, the rewards finite numbers in MiniWoB's range [-1, 1], the reason
-        text or null, and the page still the task's.
+        text or null, and the page still the task's (its URL but for a fragment).
         """
         if not isinstance(raw, dict):
             return cls.failed("its status is not an object")
-        if raw.get("href") != task_url(task):
+        href = raw.get("href")
+        # A fragment (a link to "#", as search-engine's results are) stays in the same document: still the task's.
+        if not isinstance(href, str) or href.split("#", 1)[0] != task_url(task):
             return cls.failed(f"it left the task's page (now at {str(raw.get('href'))[:100]!r})")
         done, reason = raw.get("done"), raw.get("reason")
         if not isinstance(done, bool):
