@@ -93,3 +93,13 @@ def test_ui_r1_components_for_typing_and_keys():
     key = {"type": "press", "key": "Enter"}
     assert score_action([{"name": "press", "arguments": {"key": "Enter"}}], key) == \
         {"format": 1.0, "action_type": 1.0, "click_in_box": 1.0}
+
+
+def test_a_status_read_after_a_link_to_a_fragment_is_still_the_tasks_page() -> None:
+    from agentgym.envs.gui.page import Status, task_url
+
+    raw = {"done": True, "reward": 0.8, "raw_reward": 1.0, "reason": None}
+    assert Status.read({**raw, "href": task_url("search-engine") + "#"}, "search-engine").broken is None
+    elsewhere = Status.read({**raw, "href": task_url("click-dialog")}, "search-engine")
+    assert elsewhere.broken is not None and elsewhere.reward == -1.0
+    assert Status.read({**raw, "href": None}, "search-engine").broken is not None
