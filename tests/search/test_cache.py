@@ -37,6 +37,7 @@ def stable(trajectory: Trajectory) -> dict[str, Any]:
     """A trajectory without its wall-clock timings, which no replay can reproduce."""
     data = trajectory.model_dump()
     data.pop("seconds")
+    data.pop("policy_seconds")
     for turn in data["turns"]:
         turn.pop("env_seconds")
         turn.pop("policy_seconds")
