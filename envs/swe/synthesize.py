@@ -243,7 +243,8 @@ async def _try(
         await _copy_repo(box, WORKTREE)
         await box.write_file(f"{WORKTREE}/{mutation.path}", source)
         bug_patch = await _git(box, WORKTREE, "diff HEAD")
-        patch = await _git(box, WORKTREE, "diff -R HEAD")
+        # -R swaps the prefixes too: given swapped, the gold patch reads "diff --git a/... b/..." like any other.
+        patch = await _git(box, WORKTREE, "diff -R --src-prefix=b/ --dst-prefix=a/ HEAD")
         base_commit = await _commit(box, WORKTREE)
         try:
             run = await run_tests(box, test_cmd, cwd=WORKTREE, timeout=timeout)
