@@ -6,7 +6,7 @@ import asyncio
 
 from agentgym.sandboxes.pool import SandboxPool
 
-from .fakes import register_fake
+from .fakes import FakeBackend, FakeSandbox, register_fake
 
 
 async def _settle() -> None:
@@ -14,15 +14,21 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+async def _filled(pool: SandboxPool, fake: FakeBackend) -> FakeSandbox:
+    """Fill ``pool`` (size 1) from ``fake``, finishing its one start; the sandbox it keeps ready."""
+    filling = asyncio.ensure_future(pool.fill())
+    await _settle()
+    assert pool.counts().starting == 1
+    (first,) = fake.finish_starts()
+    await filling
+    return first
+
+
 async def test_a_closed_sandbox_is_wiped_and_handed_out_again() -> None:
     fake = register_fake("fake-recycle")
     pool = SandboxPool("fake-recycle", size=1)
     try:
-        filling = asyncio.ensure_future(pool.fill())
-        await _settle()
-        assert pool.counts().starting == 1
-        (first,) = fake.finish_starts()
-        await filling
+        first = await _filled(pool, fake)
         box = await pool.acquire()
         assert box is first and pool.counts().lent == 1
         await box.close()
@@ -43,10 +49,7 @@ async def test_one_that_cannot_be_wiped_is_destroyed_and_replaced() -> None:
     fake = register_fake("fake-unwipeable")
     pool = SandboxPool("fake-unwipeable", size=1)
     try:
-        filling = asyncio.ensure_future(pool.fill())
-        await _settle()
-        (first,) = fake.finish_starts()
-        await filling
+        first = await _filled(pool, fake)
         box = await pool.acquire()
         await box.close()
         await _settle()
