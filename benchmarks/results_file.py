@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -40,8 +41,12 @@ def save_results(data: Any, path: Path) -> Path:
 
 
 def portable(value: object) -> str:
-    """``value`` as text another machine can use: an absolute path of this one becomes its last part."""
-    return " ".join(Path(word).name if os.path.isabs(word) else word for word in str(value).split(" "))
+    """``value`` as text another machine can use: an absolute path of this one becomes its last part.
+
+    Words are split at spaces, commas and ``=`` (``--versions /a/old,/b/new``, ``--data=/x/y``), the
+    separators kept."""
+    words = re.split(r"([\s,=]+)", str(value))
+    return "".join(Path(word).name if os.path.isabs(word) else word for word in words)
 
 
 def run_args(args: argparse.Namespace) -> dict[str, str]:
