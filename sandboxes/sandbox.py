@@ -59,7 +59,7 @@ exec(compile(zlib.decompress(take(int(h))),'agentgym-agent','exec'),{'__name__':
 newline, the zlib-compressed source) and runs it. Sent as an argument, the source would grow towards
 Linux's limit on one argument (128 KiB), past which no sandbox starts; on stdin it has no limit. The
 bootstrap reads with ``os.read`` exactly the bytes of the source, so the requests that follow on
-stdin stay where the agent reads them. Python 3.8 syntax, like the agent."""
+stdin stay where the agent reads them. Python 3.9 or newer, like the agent."""
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """Plain data as JSON text: the only form in which values cross between a submission and its grader.
 
-Runs on both sides of the boundary (stdlib only, Python 3.8+): the grader encodes the arguments of
+Runs on both sides of the boundary (stdlib only, Python 3.9+): the grader encodes the arguments of
 each call and decodes the submission's return value; the submission's sandbox does the opposite.
 :func:`decode` builds nothing but ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``,
 ``bytes``, ``bytearray``, ``list``, ``tuple``, ``dict``, ``set`` and ``frozenset`` of exactly those

@@ -2,7 +2,8 @@
 
 The host starts ``python3 -u -c <bootstrap> <config json>`` and writes this source to its stdin (see
 ``agentgym.sandboxes.sandbox.BOOTSTRAP``), so it runs in any image that
-has a ``python3`` (3.8 or newer) and nothing needs baking into the image. Requests arrive on stdin, or
+has a ``python3`` (3.9 or newer: CI holds it to the sandbox contract on Debian bullseye's 3.9, the
+``python-oldest`` recipe) and nothing needs baking into the image. Requests arrive on stdin, or
 on a unix socket the host listens on (``"socket"`` in the config), and replies go back the same way.
 Each request is one line,
 ``{"id": 1, "op": "exec", ...}``, and gets exactly one response line with the same ``id``:

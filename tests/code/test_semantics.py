@@ -21,6 +21,7 @@ from agentgym.envs.code.grader import SOURCE_CHARS
 from agentgym.envs.code.testplan import plan
 from agentgym.envs.code.verifier import Report, verify
 from agentgym.sandboxes import Sandbox, acquire
+from tests.conftest import docker_or_skip
 
 from .semantics_corpus import SHAPES, Shape
 
@@ -51,12 +52,24 @@ def verdicts(tests: list[dict[str, Any]]) -> list[tuple[str, bool]]:
 
 
 async def test_the_relays_verdicts_are_plain_pythons(backend: str) -> None:
-    sandbox = await acquire(backend, verifier="oracle")
+    await differential(backend, "python")
+
+
+@pytest.mark.docker
+async def test_the_relays_verdicts_are_plain_pythons_on_the_oldest_python_promised() -> None:
+    """The grader, the submission's session and the oracle on the ``python-oldest`` image (Python 3.9)."""
+    docker_or_skip()
+    await differential("docker", "python-oldest")
+
+
+async def differential(backend: str, image: str) -> None:
+    """Grade the corpus through the relay and by plain Python on ``image``; every verdict must agree."""
+    sandbox = await acquire(backend, image=image, verifier="oracle")
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def both(shape: Shape, solution: str) -> tuple[Report, dict[str, Any]]:
         async with gate:
-            relayed = await verify(data(shape), solution, sandbox=backend, image="python", timeout=60)
+            relayed = await verify(data(shape), solution, sandbox=backend, image=image, timeout=60)
             return relayed, await plain_python(sandbox, shape, solution)
 
     cases = [(shape, solution, honest) for shape in SHAPES
@@ -78,7 +91,8 @@ async def test_the_relays_verdicts_are_plain_pythons(backend: str) -> None:
     assert len(SHAPES) >= 15
     calls = sum(relayed.calls for relayed, _ in graded)
     assert calls >= 1000, calls
-    print(f"{backend}: {len(cases)} solutions over {len(SHAPES)} shapes, {calls} relayed requests, 0 disagreements")
+    print(f"{backend} {image}: {len(cases)} solutions over {len(SHAPES)} shapes, {calls} relayed requests, "
+          "0 disagreements")
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.name)

@@ -10,11 +10,19 @@ import pytest
 
 from agentgym.testing import SANDBOX_CHECKS, SandboxCheckError, check_sandbox
 from agentgym.testing.sandbox_checks import SMALL
+from tests.conftest import docker_or_skip
 
 
 @pytest.mark.parametrize("check", list(SANDBOX_CHECKS))
 async def test_backend_meets_the_contract(backend: str, check: str) -> None:
     assert await check_sandbox(backend, checks=[check]) == [check]
+
+
+@pytest.mark.docker
+async def test_the_oldest_python_promised_meets_the_contract() -> None:
+    """The agent on the ``python-oldest`` image (Debian bullseye's Python 3.9): every check, one run."""
+    docker_or_skip()
+    assert await check_sandbox("docker", image="python-oldest") == list(SANDBOX_CHECKS)
 
 
 async def test_a_backend_that_breaks_the_contract_is_named_with_the_check(backend: str) -> None:
