@@ -40,6 +40,7 @@ from agentgym.sandboxes.agent.agent import (
     read_available,
     reply_limit,
 )
+from agentgym.sandboxes.pipes import PipeWriter
 
 LENT_FDS = 4  # code in, replies, stdout, stderr: the order the agent sends them in
 LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
@@ -109,7 +110,7 @@ class LentSession:
         self._calls = 0  # the number of the current (or last) call, which its reply must carry
         self._plain = b""  # that call's reply when it raised nothing (agent.plain_reply)
         self._captures: dict[int, Capture] = {}
-        self._pending = memoryview(b"")
+        self._code = PipeWriter(self.code_in, on_broken=lambda: self._finish("died"))  # the session gone
         # One watchdog timer per session, re-armed lazily (see _watch): a timer set and cancelled per
         # call cost more than the rest of the call's bookkeeping together.
         self._timer: asyncio.TimerHandle | None = None
@@ -129,10 +130,8 @@ class LentSession:
         call = self._call = self._loop.create_future()
         self._calls += 1
         self._plain = plain_reply(self._calls)
-        self._pending = memoryview(code_frame(self._calls, data))
-        self._write()
-        if self._pending:  # the session reads a long frame as it comes; meanwhile it may write output
-            self._loop.add_writer(self.code_in, self._write)
+        self._code.write(code_frame(self._calls, data))
+        if self._code.pending:  # the session reads a long frame as it comes; meanwhile it may write output
             self._pump()
         now = self._loop.time()
         self._quiet_at, self._ends_at = now + min(QUIET_WAIT, seconds), now + seconds
@@ -171,26 +170,14 @@ class LentSession:
             self._timer = None
         self._stop_pumping()
         self._loop.remove_reader(self.replies)
-        for fd in (self.code_in, self.replies, self.stdout, self.stderr):
+        self._code.close()
+        for fd in (self.replies, self.stdout, self.stderr):
             with contextlib.suppress(OSError):
                 os.close(fd)
         if self._call is not None and not self._call.done():
             self._call.set_result("died")
 
     # ----------------------------------------------------------------- event-loop callbacks
-    def _write(self) -> None:
-        try:
-            written = os.write(self.code_in, self._pending)
-        except BlockingIOError:
-            return
-        except OSError:  # the session closed its end: it is gone
-            self._pending = memoryview(b"")
-            self._finish("died")
-            return
-        self._pending = self._pending[written:]
-        if not self._pending and self._pumping:  # the writer was added: the frame did not fit at once
-            self._loop.remove_writer(self.code_in)
-
     def _watch(self) -> None:
         """The watchdog: a call that has run :data:`QUIET_WAIT` has its output read as it comes, one past
         its time is a timeout. Left set when a call ends, it may fire during a later call, or none: it
@@ -217,8 +204,7 @@ class LentSession:
             self._pumping = False
             for fd in (self.stdout, self.stderr):
                 self._loop.remove_reader(fd)
-            self._pending = memoryview(b"")
-            self._loop.remove_writer(self.code_in)
+            self._code.drop()
 
     def _on_output(self, fd: int) -> None:
         chunk = read_available(fd)

@@ -165,10 +165,11 @@ def set_nonblocking(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
 
 
-def read_available(fd: int) -> bytes | None:
-    """Whatever ``fd`` holds now: bytes, b"" at end of file, None when it would block."""
+def read_available(fd: int, size: int = READ_CHUNK) -> bytes | None:
+    """Whatever ``fd`` holds now (up to ``size`` bytes): bytes, b"" at end of file or on an error, None when
+    it would block. The host's relays read their pipes with it too."""
     try:
-        return os.read(fd, READ_CHUNK)
+        return os.read(fd, size)
     except BlockingIOError:
         return None
     except OSError:

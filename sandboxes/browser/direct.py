@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
+from agentgym.sandboxes.agent.agent import read_available
+from agentgym.sandboxes.pipes import PipeWriter
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
@@ -135,8 +137,8 @@ class DirectPipe:
         self._listener.bind(str(self._socket))
         self._listener.listen(1)
         self._listener.setblocking(False)
-        self._to_browser: _Writer | None = None
-        self._to_playwright: _Writer | None = None
+        self._to_browser: PipeWriter | None = None
+        self._to_playwright: PipeWriter | None = None
         self._from_playwright = b""
         self._from_browser = b""
         self._readers: list[int] = []
@@ -197,8 +199,8 @@ class DirectPipe:
         for fd in fds:
             os.set_inheritable(fd, False)
             os.set_blocking(fd, False)
-        self._to_browser = _Writer(to_browser)
-        self._to_playwright = _Writer(to_playwright)
+        self._to_browser = PipeWriter(to_browser)
+        self._to_playwright = PipeWriter(to_playwright)
         self._readers = [from_playwright, from_browser]
         loop.add_reader(from_playwright, self._on_playwright, from_playwright)
         loop.add_reader(from_browser, self._on_browser, from_browser)
@@ -280,7 +282,7 @@ class DirectPipe:
 
     def _on_playwright(self, fd: int) -> None:
         """Playwright wrote: pass its whole messages to Chromium, noting the session of a marker."""
-        data = _read(fd)
+        data = read_available(fd, READ_BYTES)
         if data is None:
             return
         if not data:
@@ -300,7 +302,7 @@ class DirectPipe:
 
     def _on_browser(self, fd: int) -> None:
         """Chromium wrote: replies to this process's commands stay here, all else goes on to Playwright."""
-        data = _read(fd)
+        data = read_available(fd, READ_BYTES)
         if data is None:
             return
         if not data:
@@ -449,71 +451,3 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
-
-
-def _read(fd: int) -> bytes | None:
-    """What the pipe holds: ``b""`` at its end (or on an error), None when nothing is there yet."""
-    try:
-        return os.read(fd, READ_BYTES)
-    except BlockingIOError:
-        return None
-    except OSError:
-        return b""
-
-
-class _Writer:
-    """Non-blocking writes to a pipe, queued while it is full and sent as it drains."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._pending = bytearray()
-        self._closed = False
-
-    def write(self, data: bytes) -> None:
-        if self._closed:
-            return
-        if self._pending:
-            self._pending += data
-            return
-        try:
-            written = os.write(self.fd, data)
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            self.close()
-            return
-        if written < len(data):
-            self._pending += data[written:]
-            asyncio.get_event_loop().add_writer(self.fd, self._drain)
-
-    def _drain(self) -> None:
-        try:
-            written = os.write(self.fd, self._pending)
-        except BlockingIOError:
-            return
-        except OSError:
-            self.close()
-            return
-        del self._pending[:written]
-        if not self._pending:
-            asyncio.get_event_loop().remove_writer(self.fd)
-
-    def flush_blocking(self) -> None:
-        """Send what is queued, waiting for the pipe if need be (when the relay stops)."""
-        if self._closed or not self._pending:
-            return
-        asyncio.get_event_loop().remove_writer(self.fd)
-        with contextlib.suppress(OSError):
-            os.set_blocking(self.fd, True)
-            os.write(self.fd, self._pending)
-        self._pending.clear()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._pending:
-            asyncio.get_event_loop().remove_writer(self.fd)
-        self._pending.clear()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
