@@ -2,8 +2,8 @@
 
 A python call through the agent crosses two processes: the host writes a request to the agent, the
 agent writes the code to the session's pipe, waits for its reply, reads its output, and writes a
-reply back. The agent's part of that is about 0.1 CPU-ms per call, a third of the call's cost (see
-docs/benchmarks.md, "Python calls that skip the agent"). So the agent lends the host the session's
+reply back. The agent's part of that is a large share of the call's cost (docs/benchmarks.md, "Python
+calls that skip the agent", has the figures). So the agent lends the host the session's
 own pipes (its ``session`` op sends them with ``SCM_RIGHTS`` on a socket kept for that): the host
 writes the code frame to the session and reads its reply and output itself, exactly as the agent
 would, and the agent only steps in to start a session, to kill one that timed out, died or closed

@@ -1,6 +1,6 @@
 """Choosing a backend, and warm pools that hand out ready sandboxes in about a millisecond.
 
-Creating a sandbox costs a container start (~0.2-0.5 s) or a jail start (~60 ms); a pool pays that in
+Creating a sandbox costs a container start or a jail start (docs/benchmarks.md); a pool pays that in
 the background so that ``acquire()`` only pops a ready one. When the caller ``close()``-s what it got,
 the sandbox is wiped back to fresh in the background (:meth:`AgentSandbox.recycle`: every process,
 IPC object, keyring and file of the code's user removed, checked, and a new Python session forked)

@@ -607,8 +607,8 @@ def zygote_main(agent: Agent, sock: socket.socket) -> None:
     set_nonblocking(wake_w)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    # The first run in a fresh interpreter costs ~0.5 ms more (compiler, encoder, allocator warming
-    # up): pay it here once, so that no session pays it.
+    # The first run in a fresh interpreter costs more (compiler, encoder, allocator warming up): pay it
+    # here once, so that no session pays it.
     exec(compile("pass", "<python>", "exec"), {})
     json.dumps({"error": None, "broken": False})
     gc.freeze()  # no session's collector touches (and so copies) the objects it shares with this process
@@ -1220,7 +1220,7 @@ class Agent:
     def spawn(self, argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
         """Start a command (``exec``). ``subprocess`` is imported here, after the zygote is forked: it
         brings ``threading``, whose at-fork handler runs in every forked child and made each session's
-        fork cost twice what it does without (about 0.5 CPU-ms more per wipe)."""
+        fork cost twice what it does without."""
         import subprocess
 
         proc = subprocess.Popen(

@@ -1,22 +1,21 @@
 """A direct line to Chromium beside Playwright's: this process relays the DevTools pipe and sends on it too.
 
-Every Playwright call crosses two hops and two JSON codecs: this process to Playwright's Node driver,
-and the driver to Chromium. A step of the GUI env (a click, then a read of the page's reward) made
-that way costs four round trips of both, 3.7 ms on the host's Chromium and 4.5 ms in a container
-(``benchmarks/gui_browser.py``), where the same commands sent straight to Chromium take 1.5-1.7 ms.
-So the pipe between Playwright and Chromium runs through
-this process: Playwright starts :data:`LAUNCHER` as its browser, which hands Playwright's end of the
-pipe and a new pipe to Chromium to the :class:`DirectPipe` of this process over a unix socket in a
-private directory (``SCM_RIGHTS``), then becomes Chromium (or ``docker run`` of it). The pipe copies
-Playwright's messages to Chromium and Chromium's to Playwright, whole messages only, and sends
+Every Playwright call crosses two hops and two JSON codecs: this process to Playwright's Node driver, and
+the driver to Chromium. A step of the GUI env (a click, then a read of the page's reward) made that way
+costs four round trips of both, more than twice what the same commands cost sent straight to Chromium
+(``benchmarks/gui_browser.py``; the figures are in docs/benchmarks.md). So the pipe between Playwright and
+Chromium runs through this process: Playwright starts :data:`LAUNCHER` as its browser, which hands
+Playwright's end of the pipe and a new pipe to Chromium to the :class:`DirectPipe` of this process over a
+unix socket in a private directory (``SCM_RIGHTS``), then becomes Chromium (or ``docker run`` of it). The
+pipe copies Playwright's messages to Chromium and Chromium's to Playwright, whole messages only, and sends
 commands of its own in between, on the DevTools session of a page Playwright opened
-(:meth:`DirectPipe.page_session`); replies to them (ids from :data:`FIRST_ID`, far above
-Playwright's, which count from 1) come back here and never reach Playwright. So a click and the
-read after it are two writes and two reads of this process, a few hundred microseconds each.
+(:meth:`DirectPipe.page_session`); replies to them (ids from :data:`FIRST_ID`, far above Playwright's, which
+count from 1) come back here and never reach Playwright. So a click and the read after it are two writes and
+two reads of this process, a few hundred microseconds each.
 
 For a container on a local engine, Chromium's end of the pipe need not cross Docker's attach stream
-(the ``docker`` client, dockerd and the container's shim, three copies and about 5 ms of CPU per
-GUI env step: ``benchmarks/gui_step_cpu.py``): the pipe is then two FIFOs in a fresh directory of
+(the ``docker`` client, dockerd and the container's shim: three copies, and CPU per GUI env step that
+``benchmarks/gui_step_cpu.py`` measures): the pipe is then two FIFOs in a fresh directory of
 their own, mounted read-only into the container, which Chromium opens inside as its fds 3 and 4
 while this process holds the other ends (:class:`Fifos`); once both are open they are unlinked and
 the directory removed.

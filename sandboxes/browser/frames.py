@@ -1,11 +1,11 @@
 """A page's frames: drawn on demand (a screenshot in a few milliseconds) or by Chromium's own clock.
 
-A free-running headless Chromium draws at most one frame per 16.7 ms vsync tick, and a screenshot
-(``Page.captureScreenshot``) waits for the next frame or two: 25-35 ms per screenshot, whatever the
-page. Chromium's headless shell can instead draw a frame only when asked
+A free-running headless Chromium draws at most one frame per vsync tick (60 a second), and a
+screenshot (``Page.captureScreenshot``) waits for the next frame or two, whatever the page. Chromium's
+headless shell can instead draw a frame only when asked
 (``--enable-begin-frame-control``): ``HeadlessExperimental.beginFrame`` draws one at once and
-returns its pixels, about 4 ms for a MiniWoB page. That is the ``on_demand`` mode of a browser
-sandbox (:data:`ON_DEMAND_ARGS` at launch).
+returns its pixels, several times faster for a MiniWoB page (docs/browser-sandbox.md). That is the
+``on_demand`` mode of a browser sandbox (:data:`ON_DEMAND_ARGS` at launch).
 
 In that mode nothing is drawn between requests, and three things wait for a frame:
 ``requestAnimationFrame`` callbacks (and what runs on them: d3 and Raphael animations, Playwright's
@@ -49,7 +49,7 @@ ON_DEMAND_ARGS = ("--enable-begin-frame-control", "--run-all-compositor-stages-b
 They are the part of ``--deterministic-mode`` these pages need, without its main-thread-only animations."""
 PUMP_SECONDS = 0.010
 """How long an action may be pending before :meth:`PageFrames.run` draws a frame for it: longer than a
-Playwright click or key press takes without one (2-5 ms), so those draw none; a mouse move or wheel
+Playwright click or key press takes without one, so those draw none; a mouse move or wheel
 event that waits for a frame gets one after this long. (A click on the page's direct session never
 waits for a frame: see ``PageSession.click``.)"""
 SCREENSHOT = {"screenshot": {"format": "png", "optimizeForSpeed": True}}
