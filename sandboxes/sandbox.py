@@ -136,14 +136,20 @@ class AgentSandbox:
         self.limits = limits
         self.client = client
         self.lender = lender
-        self._lent: lent.LentSession | None = None
-        self._cut_off = False  # a call on the lent session was cancelled: the next one starts a new session
-        self._python_lock = asyncio.Lock()
         self.started = time.monotonic()
+        self._hold(weakref.finalize(self, _destroy_quietly, id, destroy), None)
+
+    def _hold(self, finalizer: weakref.finalize, session: lent.LentSession | None) -> None:  # type: ignore[type-arg]
+        """Set what belongs to one holder of the sandbox rather than to the sandbox itself: the handle
+        :meth:`__init__` makes and each new one :meth:`recycle` makes set it here, so that a new field of
+        a holder's is one line here and no handle inherits the last holder's."""
+        self._finalizer = finalizer  # destroys the sandbox if this handle is dropped unclosed
         self._closed = False
-        self._finalizer = weakref.finalize(self, _destroy_quietly, id, destroy)
         # Set by a recycling pool while the sandbox is lent out: called with (sandbox, reusable).
         self.return_to: Callable[[AgentSandbox, bool], None] | None = None
+        self._lent = session
+        self._cut_off = False  # a call on the lent session was cancelled: the next one starts a new session
+        self._python_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"
@@ -314,13 +320,10 @@ class AgentSandbox:
             if session is not None:
                 session.close()
             return None
-        fresh = copy.copy(self)
-        fresh._finalizer = weakref.finalize(fresh, detached[1], *detached[2])
-        fresh._closed = False
-        fresh.return_to = None
-        fresh._lent = session  # the new session, lent with the wipe's reply: the first call asks nothing more
-        fresh._cut_off = False
-        fresh._python_lock = asyncio.Lock()
+        _, destroy, args, _ = detached  # (object, function, args, kwargs)
+        fresh = copy.copy(self)  # the same sandbox; what belongs to the holder is set anew just below
+        # The new session was lent with the wipe's reply: the first call asks nothing more.
+        fresh._hold(weakref.finalize(fresh, destroy, *args), session)
         return fresh
 
     async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[AgentSandbox]:
