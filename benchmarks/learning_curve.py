@@ -257,12 +257,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--gpu", action="store_true", help="train on the GPU in bf16, generate with vLLM (colocated)")
-    parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps per arm, 2+4 tasks, short budgets")
+    parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps per arm, 2+2 tasks, groups of 2, short budgets")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.tiny:
-        args.train_tasks, args.heldout_tasks, args.steps, args.generations = 2, 4, 2, 4
-        args.tasks_per_step, args.max_completion_length, args.sft_steps, args.eval_samples = 1, 48, 2, 1
+        # The least that still runs every part (a GRPO group is 2): its CPU time is what a loaded CI pays.
+        args.train_tasks, args.heldout_tasks, args.steps, args.generations = 2, 2, 2, 2
+        args.tasks_per_step, args.max_completion_length, args.sft_steps, args.eval_samples = 1, 32, 1, 1
     out = args.out or results_path(NAME + ("_tiny" if args.tiny else ""))
 
     import torch
