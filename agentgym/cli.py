@@ -120,17 +120,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         out.parent.mkdir(exist_ok=True)
 
     async def run() -> int:
-        from agentgym.sandboxes import runtime
+        from agentgym.sandboxes import SandboxRuntime
 
-        try:
+        async with SandboxRuntime():  # closed once, with every kind of kept sandbox: pools, browsers, SWE containers
             summary, _ = await evaluate(
                 args.env, policy, tasks=tasks, task_file=args.tasks, limit=args.limit, samples=args.samples,
                 seed=args.seed, concurrency=args.concurrency, out=out, resume=args.resume, overwrite=args.overwrite,
                 turn_timeout=args.turn_timeout, episode_timeout=args.episode_timeout, env_kwargs=env_kwargs,
                 executor=executor, progress_interval=args.progress_every,
             )
-        finally:
-            await runtime.shutdown()  # every kind of kept sandbox: pools, browsers, SWE containers
         print(summary.table())
         print(f"trajectories: {out}\nsummary:      {out.with_suffix('.summary.json')}")
         if summary.episodes and summary.outcomes.get("error", 0) == summary.episodes:

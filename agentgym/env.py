@@ -30,6 +30,7 @@ from agentgym.types import (
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
+    from agentgym.sandboxes.runtime import SandboxRuntime
 
 
 class ToolResult:
@@ -125,7 +126,10 @@ class Env:
       :meth:`review` may give the model another try after a final answer (see ``agentgym.wrappers``).
 
     Set :attr:`sandbox_image` and the base class takes a sandbox from ``sandbox_backend`` on ``reset``
-    (``self.sandbox``, the live one) and returns it on the next reset or ``close``.
+    (``self.sandbox``, the live one) and returns it on the next reset or ``close``. Whatever kind of
+    sandbox an env uses (a Python sandbox, a browser, a SWE container), it draws it from the supplies
+    of one :class:`~agentgym.sandboxes.runtime.SandboxRuntime`: the constructor's ``runtime``, else
+    the one current when it needs a sandbox (:meth:`sandbox_runtime`).
 
     Bad model output never raises: malformed JSON, an unknown tool, arguments that fail the schema, a
     :class:`~agentgym.errors.ToolError` raised by a tool, and any exception type listed in
@@ -182,6 +186,7 @@ class Env:
         verifier: VerifierLike | None = None,
         user: Responder | None = None,
         feedback: Feedback | None = None,
+        runtime: SandboxRuntime | None = None,
     ) -> None:
         """Every env accepts these keyword arguments; a subclass adds its own and passes ``**kwargs`` on.
 
@@ -195,12 +200,16 @@ class Env:
             user: Answers plain-text replies (a :class:`~agentgym.users.SimulatedUser`), see :meth:`respond`.
             feedback: Reviews final answers (:class:`~agentgym.wrappers.TryAgain`,
                 :class:`~agentgym.wrappers.LanguageFeedback`), see :meth:`review`.
+            runtime: The :class:`~agentgym.sandboxes.runtime.SandboxRuntime` whose pools and kept
+                sandboxes this env draws from, and which closes them; default: the one opened
+                around the caller (``async with SandboxRuntime():``), else the event loop's default.
         """
         if max_turns is not None:
             if max_turns < 1:
                 raise EnvError("max_turns must be at least 1")
             self.max_turns = max_turns  # type: ignore[misc]
         self.sandbox_backend = sandbox_backend
+        self.runtime = runtime
         self.sandbox: Any = None
         self._verifier = verifier
         self.user = user
@@ -529,10 +538,17 @@ class Env:
             self.final_answer = content if isinstance(content, str) else str(content)
         return Message(role="tool", tool_call_id=call.id, name=call.name, content=content), fn.final
 
+    def sandbox_runtime(self) -> SandboxRuntime:
+        """The runtime this env's sandboxes come from now: the constructor's ``runtime``, else the current one."""
+        from agentgym.sandboxes.runtime import current
+
+        return self.runtime or current()
+
     async def _acquire_sandbox(self) -> None:
         from agentgym.sandboxes import acquire
 
-        self.sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image or "python")
+        self.sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image or "python",
+                                     runtime=self.sandbox_runtime())
         self._sandbox_started = time.monotonic()
 
     async def release_sandbox(self) -> None:
@@ -551,7 +567,7 @@ class Env:
 
 RESERVED_NAMES = frozenset(
     {name for name in dir(Env) if not name.startswith("_")}
-    | {"task", "trajectory", "rng", "sandbox", "sandbox_backend", "user", "feedback"}
+    | {"task", "trajectory", "rng", "sandbox", "sandbox_backend", "runtime", "user", "feedback"}
 )
 """Names a tool may not take: the env's own members, which a tool method of that name would replace."""
 

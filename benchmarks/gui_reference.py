@@ -25,7 +25,7 @@ from results_file import results_path, run_info, save_results
 
 from agentgym.evaluation import evaluate
 from agentgym.evaluation.metrics import wilson_interval
-from agentgym.sandboxes.browser import shutdown_browser_pools
+from agentgym.sandboxes import SandboxRuntime
 
 RESULTS = results_path("gui_reference")
 POLICIES = ("reference", "random")
@@ -36,7 +36,7 @@ async def run(names: str, samples: int, sandbox: str, concurrency: int) -> dict[
 
     per_task: dict[str, dict[str, Any]] = {}
     seconds: dict[str, float] = {}
-    try:
+    async with SandboxRuntime():  # one for both policies: the second finds the browsers warm
         for name in POLICIES:
             policy = GUIEnv.scripted_policies()[name]()
             started = time.monotonic()
@@ -51,8 +51,6 @@ async def run(names: str, samples: int, sandbox: str, concurrency: int) -> dict[
                 row["turns"] += len(t.turns)
                 if t.outcome == "error":
                     row["errors"].append(t.failure)
-    finally:
-        await shutdown_browser_pools()
     for rows in per_task.values():
         for row in rows.values():
             low, high = wilson_interval(row["successes"], row["episodes"])

@@ -42,7 +42,7 @@ from stats import fmt, spread, summarize
 
 from agentgym.envs.code.policies import ReferenceSolution
 from agentgym.evaluation import evaluate
-from agentgym.sandboxes import Limits, PythonResult, image_tag, shutdown_pools
+from agentgym.sandboxes import Limits, PythonResult, SandboxRuntime, image_tag
 from agentgym.sandboxes.base import ExecResult
 
 NAIVE = "naive"
@@ -163,12 +163,10 @@ async def run(kind: str, limit: int, concurrency: int) -> dict[str, object]:
     """One full evaluation in a fresh event loop (so fresh shared pools): what one ``agentgym eval`` pays."""
     sandbox: object = NaiveProvider(image_tag("python")) if kind == NAIVE else kind
     meter = CpuMeter()
-    try:
+    async with SandboxRuntime():  # closed after the meter stops, as an eval's pools outlive its last episode
         summary, _ = await evaluate("code", ReferenceSolution(), env_kwargs={"sandbox_backend": sandbox}, limit=limit,
                                     concurrency=concurrency, progress=False)
         cpu = meter.stop()
-    finally:
-        await shutdown_pools()
     if summary.successes != summary.episodes and kind != NAIVE:
         raise RuntimeError(f"{kind}: {summary.episodes - summary.successes} episodes failed: {summary.failures}")
     # The baseline's episodes can fail on a loaded machine (a verification out of time): its time was

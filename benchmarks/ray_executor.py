@@ -46,7 +46,7 @@ from agentgym.envs.code.policies import ReferenceSolution
 from agentgym.evaluation import evaluate
 from agentgym.evaluation.executors import Executor, LocalExecutor
 from agentgym.registry import env_class
-from agentgym.sandboxes import shutdown_pools
+from agentgym.sandboxes import SandboxRuntime
 from agentgym.testing.ray_cluster import LocalRayCluster
 from agentgym.types import Trajectory
 
@@ -67,13 +67,11 @@ async def one_run(work: dict[str, Any], executor: Executor, workers: int) -> tup
     """One evaluation in a fresh event loop (fresh pools): episodes/s from the first episode, and setup."""
     started, cpu = time.monotonic(), time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
-        try:
+        async with SandboxRuntime():
             summary, trajectories = await evaluate(
                 work["env"], work["policy"](), limit=work.get("limit"), samples=work.get("samples", 1),
                 concurrency=max(1, work["in_flight"] // workers), env_kwargs=work.get("env_kwargs"),
                 out=Path(tmp) / "run.jsonl", executor=executor, progress=False)
-        finally:
-            await shutdown_pools()
     if summary.successes != summary.episodes:
         raise RuntimeError(f"{summary.episodes - summary.successes} episodes failed: {summary.failures}")
     total, cpu = time.monotonic() - started, time.process_time() - cpu

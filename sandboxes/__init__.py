@@ -10,6 +10,10 @@ The front door::
     finally:
         await sandbox.close()
 
+Warm pools, browser pools and what env families keep belong to a sandbox runtime (``async with
+SandboxRuntime():`` around a run closes them all; code that opens none uses the event loop's default
+one, see :mod:`agentgym.sandboxes.runtime`).
+
 Backends (``docker``, ``local``) start the same in-sandbox agent and pass the same conformance
 suite; see :mod:`agentgym.sandboxes.base` for the contract. Docker sandboxes can spread over
 several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing here imports the docker SDK
@@ -21,6 +25,7 @@ from agentgym.sandboxes.builder import build_image, image_tag
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
+from agentgym.sandboxes.runtime import SandboxRuntime
 
 __all__ = [
     "ContainerInfo",
@@ -31,6 +36,7 @@ __all__ = [
     "Sandbox",
     "SandboxPool",
     "SandboxProvider",
+    "SandboxRuntime",
     "acquire",
     "build_image",
     "image_tag",

@@ -15,11 +15,13 @@ makes the pool keep one more (up to ``max_size``). A miss while a wipe is on its
 episodes shorter than a wipe, growing on every miss started containers whose starts slowed the
 wipes, which caused more misses, up to the pool's ceiling.
 
-Pools are process-wide and keyed by event loop, backend, image, limits and purpose, so every env in
-a process shares them; a shared pool starts empty. Verifiers get sandboxes from pools of their own
-(``acquire(..., verifier=True)``): a sandbox that held a task's hidden tests is never lent to a
-model's session afterwards, only to later verifiers. A verifier whose sandboxes play roles that
-must not mix names each role (``verifier="code-grader"``): each role has a pool of its own.
+Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime` (the one opened around
+the run, else the event loop's default) and are keyed by backend, image, limits and purpose, so every
+env of a run shares them; a shared pool starts empty and goes with its runtime. Verifiers get
+sandboxes from pools of their own (``acquire(..., verifier=True)``): a sandbox that held a task's
+hidden tests is never lent to a model's session afterwards, only to later verifiers. A verifier
+whose sandboxes play roles that must not mix names each role (``verifier="code-grader"``): each
+role has a pool of its own.
 """
 
 from __future__ import annotations
@@ -31,14 +33,14 @@ import functools
 import logging
 import math
 import time
-import weakref
 from collections.abc import Sequence
 from typing import Protocol
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import backends, engine, runtime
+from agentgym.sandboxes import backends, engine
 from agentgym.sandboxes.base import Limits, Sandbox
 from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
+from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.sandbox import AgentSandbox
 from agentgym.sandboxes.warm import RETRY_SECONDS, WarmPool
 
@@ -49,8 +51,7 @@ PARALLEL_STARTS = 4
 WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
 SMOOTHING = 0.2  # weight of the newest sample in the pool's running means (wipe duration, gap between acquires)
 
-PoolKey = tuple[str, str, Limits, bool | str]  # backend, image, limits, purpose (False: models)
-_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, SandboxPool]] = weakref.WeakKeyDictionary()
+SHARED = "shared sandbox pools"  # their kind in a runtime, keyed by backend, image, limits, purpose (False: models)
 
 
 async def resolve_backend(backend: str) -> str:
@@ -366,9 +367,9 @@ class SandboxProvider(Protocol):
 
 async def acquire(
     backend: str | SandboxProvider = "auto", *, image: str = "python", limits: Limits | None = None,
-    verifier: bool | str = False,
+    verifier: bool | str = False, runtime: SandboxRuntime | None = None,
 ) -> Sandbox:
-    """A sandbox from the process-wide warm pool for ``(backend, image, limits)``.
+    """A sandbox from the runtime's shared warm pool for ``(backend, image, limits)``.
 
     Args:
         backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
@@ -381,6 +382,7 @@ async def acquire(
             to later verifiers only, never to a model's session. From a provider object, such a
             sandbox is destroyed on close instead of going back. A string names a role among a
             verifier's sandboxes, with a pool of its own (they go back to that role only).
+        runtime: Whose pools (default: :func:`~agentgym.sandboxes.runtime.current`).
 
     Raises:
         SandboxError: No sandbox could be created; the message says why.
@@ -390,57 +392,54 @@ async def acquire(
         if verifier and isinstance(sandbox, AgentSandbox):
             sandbox.keep_out_of_pools()
         return sandbox
-    return await (await shared_pool(backend, image=image, limits=limits, verifier=verifier)).acquire()
+    pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)
+    return await pool.acquire()
 
 
 async def warm_up(
     backend: str = "auto", *, image: str = "python", limits: Limits | None = None, count: int = 1,
-    verifier: bool | str = False,
+    verifier: bool | str = False, runtime: SandboxRuntime | None = None,
 ) -> None:
     """Have ``count`` sandboxes ready in the shared pool that :func:`acquire` draws from, and wait for them.
 
-    Call it before a timed or latency-sensitive run (an evaluation, a benchmark) so that the first
-    ``count`` acquires are warm too; ``verifier=True`` warms the verifiers' pool.
+    Call it before a timed or latency-sensitive run (an evaluation, a benchmark), inside the runtime
+    that run uses, so that the first ``count`` acquires are warm too; ``verifier=True`` warms the
+    verifiers' pool.
 
     Raises:
         SandboxError: A sandbox could not be started; the message says why.
     """
-    pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier)
+    pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)
     pool.size = max(pool.size, count)
     pool.max_size = max(pool.max_size, count)
     await pool.fill()
 
 
 async def shared_pool(
-    backend: str = "auto", *, image: str = "python", limits: Limits | None = None, verifier: bool | str = False
+    backend: str = "auto", *, image: str = "python", limits: Limits | None = None, verifier: bool | str = False,
+    runtime: SandboxRuntime | None = None,
 ) -> SandboxPool:
-    """The process-wide pool :func:`acquire` draws from for these arguments (on this event loop), made
-    if need be: for a caller that also gives sandboxes back with :meth:`SandboxPool.keep`.
+    """The runtime's pool :func:`acquire` draws from for these arguments, made if need be: for a caller
+    that also gives sandboxes back with :meth:`SandboxPool.keep`.
 
     Raises:
-        SandboxError: An unknown backend name.
+        SandboxError: An unknown backend name, or a closed runtime.
     """
     name = await resolve_backend(backend)
     limits = limits or Limits()
-    pools = _shared.setdefault(asyncio.get_running_loop(), {})
-    key = (name, image, limits, verifier)
-    if key not in pools:
-        pools[key] = SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SANDBOXES)
-    return pools[key]
+    return (runtime or current()).hold(
+        SHARED, (name, image, limits, verifier),
+        lambda: SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SANDBOXES))
 
 
-def shared_pools() -> list[SandboxPool]:
-    """This event loop's shared pools (those :func:`acquire` and :func:`warm_up` made)."""
-    return list(_shared.get(asyncio.get_running_loop(), {}).values())
+def shared_pools(runtime: SandboxRuntime | None = None) -> list[SandboxPool]:
+    """The runtime's shared pools (those :func:`acquire` and :func:`warm_up` made); default :func:`current`."""
+    return [p for p in (runtime or current()).held(SHARED) if isinstance(p, SandboxPool)]
 
 
-async def shutdown_pools() -> None:
-    """Shut down this event loop's shared pools, destroying their spares."""
-    pools = _shared.pop(asyncio.get_running_loop(), {})
-    await asyncio.gather(*(p.shutdown() for p in pools.values()))
-
-
-runtime.on_shutdown("shared sandbox pools", shutdown_pools)
+async def shutdown_pools(runtime: SandboxRuntime | None = None) -> None:
+    """Shut down the runtime's shared pools (default :func:`current`), destroying their spares."""
+    await (runtime or current()).release(SHARED)
 
 
 def _any_engine() -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentgym.env import Env
 from agentgym.errors import AgentgymError, PolicyError
@@ -22,6 +22,9 @@ from agentgym.policies.base import Policy, Reply
 from agentgym.registry import env_class, make
 from agentgym.rollout import run_many
 from agentgym.types import Message, Task, ToolSpec, Trajectory
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.runtime import SandboxRuntime
 
 Job = tuple[Task, int]
 Report = Callable[[Trajectory, PolicyError | None], None]
@@ -121,8 +124,8 @@ def get_executor(executor: Executor | str | None, **options: Any) -> Executor:
     return executor
 
 
-async def start_a_sandbox(cls: type[Env], env_kwargs: dict[str, Any]) -> None:
-    """For an env that needs sandboxes, take one from the shared pool now and give it back.
+async def start_a_sandbox(cls: type[Env], env_kwargs: dict[str, Any], runtime: SandboxRuntime | None = None) -> None:
+    """For an env that needs sandboxes, take one from the runtime's shared pool now and give it back.
 
     An unknown backend, a Docker engine that does not answer, a missing image: each would otherwise
     fail every episode the same way. The sandbox goes back to the pool for the first episode.
@@ -133,7 +136,7 @@ async def start_a_sandbox(cls: type[Env], env_kwargs: dict[str, Any]) -> None:
         return
     from agentgym.sandboxes import acquire
 
-    sandbox = await acquire(backend, image=image)
+    sandbox = await acquire(backend, image=image, runtime=runtime)
     await sandbox.close()
 
 

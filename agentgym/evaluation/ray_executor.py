@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentgym.env import Env
 from agentgym.errors import AgentgymError, PolicyError, reason_line
@@ -35,6 +36,9 @@ from agentgym.evaluation.executors import FatalWatch, Job, Report, RunSpec, star
 from agentgym.registry import env_class, resolve
 from agentgym.rollout import run_episode
 from agentgym.types import Outcome, Task, Trajectory
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.runtime import SandboxRuntime
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +75,21 @@ class _Setup:
     env_kwargs: dict[str, Any]
     policy: Any
 
-    def make_env(self) -> Env:
-        env = self.cls(**self.env_kwargs)
+    def make_env(self, runtime: SandboxRuntime) -> Env:
+        env = self.cls(**self.env_kwargs, runtime=runtime)
         env.id = self.env_id  # type: ignore[misc]
         return env
 
 
 class EpisodeWorker:
-    """A Ray actor's body: plays episodes on its own event loop, keeping its sandbox pools warm between them."""
+    """A Ray actor's body: plays episodes on its own event loop, keeping its sandbox pools warm between them
+    in a sandbox runtime of its own, closed once by :meth:`close`."""
 
     def __init__(self) -> None:
+        from agentgym.sandboxes.runtime import SandboxRuntime
+
         self._setups: dict[bytes, _Setup] = {}
+        self.runtime = SandboxRuntime()
 
     def _built(self, env_id: str, setup: bytes) -> _Setup:
         """A run's ``setup``, unpickled once per worker."""
@@ -97,13 +105,13 @@ class EpisodeWorker:
         check = getattr(built.policy, "check", None)
         if callable(check):
             check()
-        await start_a_sandbox(built.cls, built.env_kwargs)
+        await start_a_sandbox(built.cls, built.env_kwargs, self.runtime)
         return {"pid": os.getpid(), "host": socket.gethostname()}
 
     async def play(self, spec: EpisodeSpec) -> tuple[str, str | None]:
         """Play one episode: its trajectory as JSON, and the fatal policy error it met, if any."""
         built = self._built(spec.env_id, spec.setup)
-        make_env, policy = built.make_env, built.policy
+        make_env, policy = functools.partial(built.make_env, self.runtime), built.policy
         watch = FatalWatch(policy)
         trajectory = await run_episode(make_env, watch, spec.task, seed=spec.seed, turn_timeout=spec.turn_timeout,
                                        episode_timeout=spec.episode_timeout)
@@ -111,9 +119,7 @@ class EpisodeWorker:
 
     async def close(self) -> None:
         """Destroy this worker's kept sandboxes, of every kind."""
-        from agentgym.sandboxes import runtime
-
-        await runtime.shutdown()
+        await self.runtime.close()
 
 
 @dataclass

@@ -69,6 +69,11 @@ async def evaluate(
     this process writes ``out``, and the executor is not part of the run's identity: a run started
     on one may be resumed on the other.
 
+    Sandboxes (pools, browsers, SWE containers) come from the
+    :class:`~agentgym.sandboxes.runtime.SandboxRuntime` opened around the call, which stays open for
+    more; with none open, the run opens its own and closes it when it ends, so nothing it started is
+    left running (:func:`~agentgym.sandboxes.warm_up` spares count only inside a runtime the caller opened).
+
     Args:
         env_id: A registered environment id.
         policy: The policy to evaluate.
@@ -115,12 +120,15 @@ async def evaluate(
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
     inputs = [p for p in (task_file, env_kwargs.get("tasks_path")) if p]
     files = RunFiles(out, inputs=inputs) if out is not None else None
-    try:
-        await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
-        return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
-                           overwrite=overwrite, progress=progress, progress_interval=progress_interval)
-    finally:
-        await chosen.close()
+    from agentgym.sandboxes import runtime
+
+    async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
+        try:
+            await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
+            return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
+                               overwrite=overwrite, progress=progress, progress_interval=progress_interval)
+        finally:
+            await chosen.close()
 
 
 async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: list[Task],

@@ -48,9 +48,12 @@ class EpisodeServer:
     """Plays episodes of one env on behalf of MCP clients (the handlers of the MCP server)."""
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any]) -> None:
+        from agentgym.sandboxes.runtime import SandboxRuntime
+
         self.env_id = env_id
         self.env_kwargs = env_kwargs
         self.env: Env | None = None
+        self.runtime = SandboxRuntime()  # the env's sandboxes, all closed once by close()
         self.lock = asyncio.Lock()
         self.ids = itertools.count(1)
         self._tasks: dict[str, Task] | None = None
@@ -59,7 +62,7 @@ class EpisodeServer:
         if self.env is None:
             from agentgym.registry import make
 
-            self.env = make(self.env_id, **self.env_kwargs)
+            self.env = make(self.env_id, **self.env_kwargs, runtime=self.runtime)
         return self.env
 
     def tools(self) -> list[Any]:
@@ -139,11 +142,9 @@ class EpisodeServer:
         return types.CallToolResult(content=content, is_error=bool(turn.tool_errors), structured_content=structured)
 
     async def close(self) -> None:
-        from agentgym.sandboxes import runtime
-
         if self.env is not None:
             await self.env.close()
-        await runtime.shutdown()
+        await self.runtime.close()
 
 
 def build_server(episodes: EpisodeServer) -> Any:

@@ -36,6 +36,11 @@ def _ensure_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def started() -> bool:
+    """Whether the env loop is running (it starts with the first env call)."""
+    return _thread is not None and _thread.is_alive()
+
+
 def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
     """Start ``coro`` on the env loop and return at once; :func:`wait` collects the result."""
     return asyncio.run_coroutine_threadsafe(coro, _ensure_loop())

@@ -80,16 +80,22 @@ _live: weakref.WeakSet[AgentgymEnvironment] = weakref.WeakSet()
 
 @atexit.register
 def _close_all() -> None:
-    """Close every env still open when the process exits: TRL never closes the ones it pools.
+    """When the process exits, close every env still open (TRL never closes the ones it pools), then
+    the env loop's sandbox runtime (that loop's default: every env of the adapter draws from it), once.
 
-    Closing returns sandboxes (and stops containers) that would otherwise outlive training.
+    Closing stops the containers, browsers and spares that would otherwise outlive training.
     """
+    if not _loop.started():
+        return
     envs = [e.env for e in list(_live)]
-    if envs:
-        async def close() -> None:
-            await asyncio.gather(*(env.close() for env in envs), return_exceptions=True)
 
-        _loop.run(close(), timeout=60)
+    async def close() -> None:
+        from agentgym.sandboxes import runtime
+
+        await asyncio.gather(*(env.close() for env in envs), return_exceptions=True)
+        await runtime.shutdown()
+
+    _loop.run(close(), timeout=60)
 
 
 class BatchCalls(Protocol):

@@ -126,7 +126,7 @@ class CodeEnv(Env):
             DataError: The task's tests cannot grade anything (no ``check``, no test statement).
         """
         return await verify(task.data, solution, sandbox=self.sandbox_backend, image=self.sandbox_image,
-                            timeout=self.verify_timeout)
+                            timeout=self.verify_timeout, runtime=self.sandbox_runtime())
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:

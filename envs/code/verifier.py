@@ -14,7 +14,7 @@ choose its function's results, as plain values; it never sees the tests, the gra
 report. docs/threat-model.md says what this defends and what it does not.
 
 Neither sandbox is ever lent to a model afterwards; each role has a warm pool of its own, one of
-the process's shared pools (``acquire(..., verifier=ROLE)``, shut down by ``shutdown_pools()``). A
+the sandbox runtime's shared pools (``acquire(..., verifier=ROLE)``, shut down with the runtime). A
 submission's sandbox saw the tests' arguments: it is wiped and goes back to the submissions' pool.
 A grader's sandbox holds the hidden tests, but its session only ever runs the grader's server,
 which forks a child per verification and kills it after (:mod:`~agentgym.envs.code.grader`): it
@@ -44,6 +44,7 @@ from typing import Any
 from agentgym.errors import DataError, SandboxError
 from agentgym.sandboxes import Limits, PythonResult, Sandbox, SandboxPool, SandboxProvider
 from agentgym.sandboxes.pool import shared_pool
+from agentgym.sandboxes.runtime import SandboxRuntime
 from agentgym.sandboxes.sandbox import AgentSandbox
 
 from .grader import FRAME_RESULTS_BYTES
@@ -117,9 +118,12 @@ class Report:
 
 
 async def verify(
-    data: dict[str, Any], solution: str, *, sandbox: str | SandboxProvider, image: str, timeout: float
+    data: dict[str, Any], solution: str, *, sandbox: str | SandboxProvider, image: str, timeout: float,
+    runtime: SandboxRuntime | None = None,
 ) -> Report:
     """Run the task's tests (``data``: HumanEval fields) against ``solution`` within ``timeout`` seconds.
+
+    With a backend name, the sandboxes come from ``runtime``'s shared pools (default: the current runtime).
 
     Time limits are wall-clock, which a busy host eats into: a grading that ran out of time is run
     once more, in fresh sandboxes, and the second report stands (a hung submission costs twice its
@@ -135,16 +139,16 @@ async def verify(
         test_plan = plan(data["test"], data["entry_point"])
     except TaskError as e:
         raise DataError(f"task {data.get('task_id')}: {e}") from None
-    report = await _verify_once(data, solution, test_plan, sandbox, image, timeout)
+    own = VerifierSandboxes(sandbox, image, runtime) if isinstance(sandbox, str) else None
+    report = await _verify_once(data, solution, test_plan, sandbox, own, timeout)
     if report.timed_out:
-        report = await _verify_once(data, solution, test_plan, sandbox, image, timeout)
+        report = await _verify_once(data, solution, test_plan, sandbox, own, timeout)
         report.tries = 2
     return report
 
 
 async def _verify_once(data: dict[str, Any], solution: str, test_plan: TestPlan, sandbox: str | SandboxProvider,
-                       image: str, timeout: float) -> Report:
-    own = VerifierSandboxes(sandbox, image) if isinstance(sandbox, str) else None
+                       own: VerifierSandboxes | None, timeout: float) -> Report:
     if own is not None:
         pair = await _acquire_pair(own.submission(), own.grader(), own)
     else:
@@ -412,9 +416,10 @@ class VerifierSandboxes:
     (:meth:`SandboxPool.keep`, see the module docstring), and through a wipe only when one failed.
     """
 
-    def __init__(self, backend: str, image: str) -> None:
+    def __init__(self, backend: str, image: str, runtime: SandboxRuntime | None = None) -> None:
         self.backend = backend
         self.image = image
+        self.runtime = runtime
 
     async def submission(self) -> AgentSandbox:
         return await (await self._pool(SUBMISSIONS)).acquire()
@@ -429,4 +434,4 @@ class VerifierSandboxes:
             await sandbox.close()
 
     async def _pool(self, role: str) -> SandboxPool:
-        return await shared_pool(self.backend, image=self.image, limits=LIMITS, verifier=role)
+        return await shared_pool(self.backend, image=self.image, limits=LIMITS, verifier=role, runtime=self.runtime)

@@ -40,7 +40,7 @@ def run_dataset(args: argparse.Namespace) -> int:
     from agentgym.envs.gui.dataset import write_records
     from agentgym.envs.gui.policies import ReferencePolicy
     from agentgym.evaluation import evaluate
-    from agentgym.sandboxes import runtime
+    from agentgym.sandboxes import SandboxRuntime
 
     out = Path(args.out)
     if args.samples < 1 or args.concurrency < 1:
@@ -48,13 +48,11 @@ def run_dataset(args: argparse.Namespace) -> int:
     episodes = out.with_name(out.stem + ".episodes.jsonl")
 
     async def run() -> int:
-        try:
+        async with SandboxRuntime():
             summary, trajectories = await evaluate(
                 "agentgym/gui-v0", ReferencePolicy(), samples=args.samples, seed=args.seed,
                 concurrency=args.concurrency, out=episodes, overwrite=True,
                 env_kwargs={"names": args.names, "observation": "both", "sandbox_backend": args.sandbox})
-        finally:
-            await runtime.shutdown()
         n = write_records(out, trajectories)
         print(summary.table())
         print(f"records:  {n} from {summary.successes} successful episodes -> {out}\nepisodes: {episodes}")
@@ -66,20 +64,15 @@ def run_dataset(args: argparse.Namespace) -> int:
 def run_coverage(args: argparse.Namespace) -> int:
     """Print the coverage table; exit 1 when a task listed is not covered."""
     from agentgym.envs.gui.coverage import TaskCoverage, measure, table
-    from agentgym.sandboxes import shutdown_pools
-    from agentgym.sandboxes.browser import shutdown_browser_pools
+    from agentgym.sandboxes import SandboxRuntime
 
     if args.samples < 1 or args.concurrency < 1:
         raise SystemExit("agentgym gui coverage: --samples and --concurrency must be at least 1")
 
     async def run() -> dict[str, TaskCoverage]:
-        try:
-            tasks = await measure(args.names, samples=args.samples, seed=args.seed, sandbox=args.sandbox,
-                                  concurrency=args.concurrency)
-        finally:
-            await shutdown_pools()
-            await shutdown_browser_pools()
-        return tasks
+        async with SandboxRuntime():
+            return await measure(args.names, samples=args.samples, seed=args.seed, sandbox=args.sandbox,
+                                 concurrency=args.concurrency)
 
     tasks = asyncio.run(run())
     print(table(tasks))

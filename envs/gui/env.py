@@ -40,7 +40,7 @@ from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
-    from agentgym.sandboxes.browser import BrowserSandbox
+    from agentgym.sandboxes.browser import BrowserPool, BrowserSandbox
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,8 @@ class GUIEnv(Env):
         observation: What the model sees of the page: ``"screenshot"``, ``"dom"`` or ``"both"``.
         time_limit_ms: The page's own episode timer (MiniWoB's default is 10 000 ms, after which the page
             ends the episode with reward -1). ``None`` switches it off: the turn limit ends episodes.
-        **kwargs: ``max_turns``, ``sandbox_backend`` (``auto``, ``docker``, ``local``), ``verifier``...
-            as for :class:`~agentgym.env.Env`.
+        **kwargs: ``max_turns``, ``sandbox_backend`` (``auto``, ``docker``, ``local``), ``runtime`` (whose
+            browser pools it draws from), ``verifier``... as for :class:`~agentgym.env.Env`.
     """
 
     max_turns = 10
@@ -96,6 +96,10 @@ class GUIEnv(Env):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if not isinstance(self.sandbox_backend, str):
+            raise EnvError(f"the GUI env's sandbox_backend names a backend (auto, docker, local), not "
+                           f"{self.sandbox_backend!r}: its browsers are taken from the pools of "
+                           f"runtime=, a SandboxRuntime")
         if observation not in _HOW:
             raise EnvError(f"observation must be screenshot, dom or both, not {observation!r}")
         if time_limit_ms is not None and time_limit_ms < 1:
@@ -104,6 +108,7 @@ class GUIEnv(Env):
         self.observation: Observation = observation
         self.time_limit_ms = time_limit_ms
         self._browser: BrowserSandbox | None = None
+        self._browsers: BrowserPool | None = None  # the pool that lent it, which takes it back
         self._page: MiniWoBPage | None = None
         self._last_dom = Dom()
         self._refs: set[int] = set()
@@ -227,11 +232,9 @@ class GUIEnv(Env):
     async def teardown(self) -> None:
         """Give the browser back: kept warm for the next env if it is alive, else destroyed."""
         self._page = None
-        if self._browser is not None:
-            from agentgym.sandboxes.browser import release_browser
-
+        if self._browser is not None and self._browsers is not None:
             browser, self._browser = self._browser, None
-            await release_browser(browser, reusable=browser.connected)
+            await self._browsers.release(browser, reusable=browser.connected)
 
     # ----------------------------------------------------------------- tools
     @tool
@@ -321,9 +324,11 @@ class GUIEnv(Env):
         if self._browser is not None and not self._browser.connected:
             raise BrowserCrashed(f"the browser of this env is gone: {self._browser.lost or 'closed'}")
         if self._browser is None:
-            from agentgym.sandboxes.browser import acquire_browser
+            from agentgym.sandboxes.browser import browser_pool
 
-            self._browser = await acquire_browser(self.sandbox_backend, frames="on_demand")
+            self._browsers = await browser_pool(self.sandbox_backend, frames="on_demand",
+                                                runtime=self.sandbox_runtime())
+            self._browser = await self._browsers.acquire()
         return self._browser
 
     async def _crash_or(self, error: Exception) -> Exception:

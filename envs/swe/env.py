@@ -26,7 +26,7 @@ from .images import image_for
 from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
 from .verifier import RewardKind, SWEVerifier, evaluate_patch, graded_test_files
-from .warm import GIT, warm_sandboxes
+from .warm import GIT, WarmSandboxes, warm_sandboxes
 
 OUTPUT_CHARS = 16000
 """Characters of a command's output the model reads: the first and last halves, the middle cut."""
@@ -67,18 +67,20 @@ class SWEEnv(Env):
             reward: Which reward is the outcome: ``resolved``, ``tests_fraction``, ``patch_similarity``
                 or ``gated`` (every one is recorded in the components).
             test_timeout: Seconds a test run may take (the ``run_tests`` tool's and the verifier's).
-            **kwargs: ``max_turns``, ``sandbox_backend`` (``"auto"`` or ``"docker"``), ``verifier``... as
-                for :class:`~agentgym.env.Env`.
+            **kwargs: ``max_turns``, ``sandbox_backend`` (``"auto"`` or ``"docker"``), ``runtime`` (whose
+                kept containers it draws from), ``verifier``... as for :class:`~agentgym.env.Env`.
         """
         super().__init__(**kwargs)
         if self.sandbox_backend not in ("auto", "docker"):
             raise EnvError(f"the SWE env runs on Docker only (its repository lives in a container's own filesystem); "
-                           f"sandbox_backend={self.sandbox_backend!r} cannot be used")
+                           f"sandbox_backend={self.sandbox_backend!r} cannot be used (a container of each "
+                           f"task's image is taken from the pools of runtime=, a SandboxRuntime)")
         if self._verifier is None:
             self._verifier = SWEVerifier(reward)
         self.tasks_path = tasks_path
         self.test_timeout = test_timeout
         self.image: str | None = None
+        self._kept: WarmSandboxes | None = None  # where this episode's sandbox came from and goes back to
         self.patch: str | None = None
         self.patch_refused: str | None = None
         """Why the episode's diff could not be taken (larger than the sandbox returns): graded as not applied."""
@@ -108,7 +110,8 @@ class SWEEnv(Env):
         self.patch_refused = None
         self.image = await asyncio.to_thread(image_for, swe)
         started = time.monotonic()
-        self.sandbox, warm = await warm_sandboxes().take(self.image)
+        self._kept = warm_sandboxes(self.sandbox_runtime())
+        self.sandbox, warm = await self._kept.take(self.image)
         self._sandbox_started = time.monotonic()
         head = await self.sandbox.exec(f"{GIT} rev-parse HEAD", cwd=REPO_DIR)
         if head.stdout.strip() != swe.base_commit:
@@ -128,8 +131,9 @@ class SWEEnv(Env):
         sandbox, self.sandbox = self.sandbox, None
         if self.trajectory is not None:
             self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
-        why = await warm_sandboxes().give_back(self.image or "", sandbox, SWETask.of(self.task).base_commit
-                                               if self.task is not None else "HEAD")
+        kept = self._kept or warm_sandboxes(self.sandbox_runtime())
+        why = await kept.give_back(self.image or "", sandbox, SWETask.of(self.task).base_commit
+                                   if self.task is not None else "HEAD")
         if why is not None and self.trajectory is not None:
             self.trajectory.info["sandbox_discarded"] = why
 

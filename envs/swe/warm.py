@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.errors import EnvError, SandboxError
-from agentgym.sandboxes import Limits, engine, runtime
+from agentgym.sandboxes import Limits, engine
 from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.sandbox import AgentSandbox, agent_source
 
 from .tasks import REPO_DIR
@@ -200,7 +201,7 @@ def _expected(path: str) -> bool:
 
 
 class WarmSandboxes:
-    """Reset sandboxes of each image, ready for the next episode on that image, per event loop.
+    """Reset sandboxes of each image, ready for the next episode on that image (one set per sandbox runtime).
 
     ``take`` hands out a reset one (or starts a fresh container); ``give_back`` resets one after its
     episode and keeps it if every check passes, else destroys it. A sandbox is only ever shared
@@ -249,19 +250,11 @@ class WarmSandboxes:
         await asyncio.gather(*(s.destroy() for pairs in idle.values() for s, _ in pairs))
 
 
-_warm: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WarmSandboxes] = weakref.WeakKeyDictionary()
+KEPT = "SWE sandboxes kept for the next episode"  # their kind in a sandbox runtime
 
 
-def warm_sandboxes() -> WarmSandboxes:
-    """This event loop's :class:`WarmSandboxes`, shared by every SWE env on the loop."""
-    return _warm.setdefault(asyncio.get_running_loop(), WarmSandboxes())
+def warm_sandboxes(runtime: SandboxRuntime | None = None) -> WarmSandboxes:
+    """The runtime's :class:`WarmSandboxes` (default: :func:`~agentgym.sandboxes.runtime.current`), shared
+    by every SWE env of the run and destroyed with the runtime."""
+    return (runtime or current()).hold(KEPT, None, WarmSandboxes)
 
-
-async def shutdown_warm_sandboxes() -> None:
-    """Destroy this event loop's idle SWE sandboxes (called by :func:`agentgym.sandboxes.runtime.shutdown`)."""
-    warm = _warm.pop(asyncio.get_running_loop(), None)
-    if warm is not None:
-        await warm.shutdown()
-
-
-runtime.on_shutdown("SWE sandboxes kept for the next episode", shutdown_warm_sandboxes)

@@ -24,6 +24,7 @@ from agentgym.sandboxes.browser.launch import BrowserLimits
 from agentgym.sandboxes.browser.pool import (
     BrowserPool,
     acquire_browser,
+    browser_pool,
     release_browser,
     shutdown_browser_pools,
     warm_up_browsers,
@@ -36,6 +37,7 @@ __all__ = [
     "BrowserPool",
     "BrowserSandbox",
     "acquire_browser",
+    "browser_pool",
     "create_browser",
     "release_browser",
     "serve_directory",

@@ -5,7 +5,9 @@ back for the next episode (or closes it). A pool keeps ``size`` spares ready, an
 finds none ready makes it keep one more (up to ``max_size``). Starting spares in the background,
 pausing after a failed start and handing out only live, young browsers are
 :class:`~agentgym.sandboxes.warm.WarmPool`'s, as for the python sandbox pools.
-Pools are per event loop, backend and limits, shared by every env of a process.
+Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime` (the one opened around
+the run, else the event loop's default), one per backend, limits and way of drawing, shared by every
+env of the run; closing the runtime closes their spares, then the event loop's Playwright driver.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from typing import Final
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import runtime
 from agentgym.sandboxes.browser.frames import Frames
 from agentgym.sandboxes.browser.launch import BrowserLimits, stop_driver
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
+from agentgym.sandboxes.pool import resolve_backend
+from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.warm import WarmPool
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,7 @@ class BrowserPool(WarmPool[BrowserSandbox]):
         super().__init__(size, max_size, limits or BrowserLimits())
         self.backend = backend
         self.frames: Frames = frames
+        self._lent: weakref.WeakSet[BrowserSandbox] = weakref.WeakSet()  # what release() takes back
 
     def __repr__(self) -> str:
         return f"<BrowserPool {self.backend} ready={self.ready} size={self.size}>"
@@ -61,12 +66,18 @@ class BrowserPool(WarmPool[BrowserSandbox]):
             sandbox = self._ready.popleft()
             if self._fit(sandbox):
                 self._refill()
+                self._lent.add(sandbox)
                 return sandbox
             self._spawn(sandbox.close())
         self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
         sandbox = await self._start_spare()
         self._refill()
+        self._lent.add(sandbox)
         return sandbox
+
+    def lent(self, sandbox: BrowserSandbox) -> bool:
+        """Whether ``sandbox`` is one this pool lent and has not taken back."""
+        return sandbox in self._lent
 
     async def release(self, sandbox: BrowserSandbox, reusable: bool = True) -> None:
         """Take ``sandbox`` back: its contexts closed, ready for the next caller; or close it.
@@ -74,6 +85,7 @@ class BrowserPool(WarmPool[BrowserSandbox]):
         A browser that died, is past half its wall time, or is not ``reusable`` (e.g. a page
         misbehaved) is closed, and the pool starts a replacement.
         """
+        self._lent.discard(sandbox)
         if reusable and not self._closed and self._fit(sandbox):
             try:
                 await sandbox.clear()
@@ -95,70 +107,89 @@ class BrowserPool(WarmPool[BrowserSandbox]):
         return await create_browser(self.backend, self.limits, frames=self.frames)
 
 
-PoolKey = tuple[str, BrowserLimits, Frames]
-_shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[PoolKey, BrowserPool]] = weakref.WeakKeyDictionary()
-_lenders: weakref.WeakKeyDictionary[BrowserSandbox, BrowserPool] = weakref.WeakKeyDictionary()
+SHARED: Final = "shared browser pools"  # their kind in a runtime, keyed by backend, limits and frames
+DRIVER: Final = "Playwright driver"  # asked for after the pools, so it closes after them
+_driver_users: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+"""How many open runtimes of each event loop have browser pools: its one Playwright driver serves them all."""
+
+
+async def browser_pool(backend: str = "auto", limits: BrowserLimits | None = None, *, frames: Frames = "free",
+                       runtime: SandboxRuntime | None = None) -> BrowserPool:
+    """The runtime's shared pool for these arguments (default runtime: :func:`current`), made if need be.
+
+    Raises:
+        SandboxError: An unknown backend name, or a closed runtime.
+    """
+    key = (await resolve_backend(backend), limits or BrowserLimits(), frames)
+    within = runtime or current()
+    pool = within.hold(SHARED, key, lambda: BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS,
+                                                        frames=frames))
+    within.hold(DRIVER, None, _Driver)
+    return pool
+
+
+class _Driver:
+    """The event loop's Playwright driver as a runtime's supply: stopped when the last runtime using it closes."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        _driver_users[self.loop] = _driver_users.get(self.loop, 0) + 1
+
+    async def shutdown(self) -> None:
+        _driver_users[self.loop] -= 1
+        if not _driver_users[self.loop]:
+            del _driver_users[self.loop]
+            await stop_driver()  # every browser of it goes too: those still lent are dead to their callers
 
 
 async def acquire_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
-                          frames: Frames = "free") -> BrowserSandbox:
-    """A browser from this process's warm pool for its arguments; give it back with :func:`release_browser`.
+                          frames: Frames = "free", runtime: SandboxRuntime | None = None) -> BrowserSandbox:
+    """A browser from the runtime's warm pool for its arguments; give it back with :func:`release_browser`.
 
     Args:
         backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
             ``"docker"`` or ``"local"`` (NO network isolation).
         limits: Defaults to :class:`BrowserLimits()`.
         frames: ``"free"`` or ``"on_demand"`` (see :func:`create_browser`).
+        runtime: Whose pools (default: :func:`~agentgym.sandboxes.runtime.current`).
 
     Raises:
         SandboxError: No browser could be started; the message says why.
     """
-    pool = await _shared_pool(backend, limits, frames)
-    sandbox = await pool.acquire()
-    _lenders[sandbox] = pool
-    return sandbox
+    return await (await browser_pool(backend, limits, frames=frames, runtime=runtime)).acquire()
 
 
-async def release_browser(sandbox: BrowserSandbox, reusable: bool = True) -> None:
+async def release_browser(sandbox: BrowserSandbox, reusable: bool = True, *,
+                          runtime: SandboxRuntime | None = None) -> None:
     """Give back a browser from :func:`acquire_browser`: cleared and kept warm if ``reusable``, else closed.
 
-    A browser from anywhere else (:func:`create_browser`) is closed.
+    ``runtime`` is the one it was acquired from (default :func:`current`); a browser from anywhere
+    else (:func:`create_browser`) is closed.
     """
-    pool = _lenders.pop(sandbox, None)
-    if pool is None:
-        await sandbox.close()
-    else:
-        await pool.release(sandbox, reusable)
+    for pool in (runtime or current()).held(SHARED):
+        if isinstance(pool, BrowserPool) and pool.lent(sandbox):
+            await pool.release(sandbox, reusable)
+            return
+    await sandbox.close()
 
 
 async def warm_up_browsers(backend: str = "auto", limits: BrowserLimits | None = None, count: int = 1, *,
-                           frames: Frames = "free") -> None:
+                           frames: Frames = "free", runtime: SandboxRuntime | None = None) -> None:
     """Have ``count`` browsers ready in the shared pool :func:`acquire_browser` draws from, and wait for them.
 
     Raises:
         SandboxError: A browser could not be started; the message says why.
     """
-    pool = await _shared_pool(backend, limits, frames)
+    pool = await browser_pool(backend, limits, frames=frames, runtime=runtime)
     pool.size = max(pool.size, count)
     pool.max_size = max(pool.max_size, count)
     await pool.fill()
 
 
-async def shutdown_browser_pools() -> None:
-    """Close this event loop's shared pools' spares, then stop its Playwright driver (and every browser of it)."""
-    pools = _shared.pop(asyncio.get_running_loop(), {})
-    await asyncio.gather(*(p.shutdown() for p in pools.values()))
-    await stop_driver()
-
-
-runtime.on_shutdown("shared browser pools", shutdown_browser_pools)
-
-
-async def _shared_pool(backend: str, limits: BrowserLimits | None, frames: Frames) -> BrowserPool:
-    from agentgym.sandboxes.pool import resolve_backend
-
-    key = (await resolve_backend(backend), limits or BrowserLimits(), frames)
-    pools = _shared.setdefault(asyncio.get_running_loop(), {})
-    if key not in pools:
-        pools[key] = BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS, frames=frames)
-    return pools[key]
+async def shutdown_browser_pools(runtime: SandboxRuntime | None = None) -> None:
+    """Close the runtime's shared pools' spares (default :func:`current`), then stop this event loop's
+    Playwright driver (and every browser of it)."""
+    within = runtime or current()
+    await within.release(SHARED)
+    await within.release(DRIVER)
+    await stop_driver()  # also when this runtime never asked for a pool (browsers made by create_browser)

@@ -496,25 +496,25 @@ async def test_verifier_sandboxes_are_never_lent_to_a_model(backend, monkeypatch
 
 
 async def test_the_verifiers_pools_are_shared_and_shut_down_with_the_rest():
-    """The graders' and submissions' pools are the process's shared pools (one per role): the grader
+    """The graders' and submissions' pools are the runtime's shared pools (one per role): the grader
     goes back as it is, ready for the next verification, and ``shutdown_pools()`` destroys it."""
-    import asyncio
-
     from agentgym.envs.code.verifier import GRADERS, SUBMISSIONS
-    from agentgym.sandboxes import pool as pool_module
     from agentgym.sandboxes import shutdown_pools
+    from agentgym.sandboxes.pool import shared_pool, shared_pools
 
     env = CodeEnv(sandbox_backend="local")
     target = HUMANEVAL["HumanEval/0"]
     try:
         report = await env.run_tests(target, target.data["prompt"] + target.data["canonical_solution"])
         assert report.all_passed
-        pools = pool_module._shared[asyncio.get_running_loop()]
-        graders = pools["local", "python", LIMITS, GRADERS]
-        assert ("local", "python", LIMITS, SUBMISSIONS) in pools
+        before = shared_pools()
+        graders = await shared_pool("local", limits=LIMITS, verifier=GRADERS)
+        submissions = await shared_pool("local", limits=LIMITS, verifier=SUBMISSIONS)
+        assert shared_pools() == before  # both were there: the verification drew from them
+        assert submissions.counts().population >= 1
         kept = list(graders._ready)
         assert kept and all([await box.is_alive() for box in kept])
     finally:
         await shutdown_pools()
-    assert not pool_module._shared.get(asyncio.get_running_loop())
+    assert shared_pools() == []
     assert not any([await box.is_alive() for box in kept])

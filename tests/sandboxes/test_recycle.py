@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from agentgym import Env, Task
-from agentgym.sandboxes import pool as pool_module
-from agentgym.sandboxes.pool import SandboxPool, acquire, shutdown_pools
+from agentgym.sandboxes.pool import SandboxPool, acquire, shared_pool, shutdown_pools
 from tests.sandboxes.conftest import SMALL
 
 LEFTOVERS = """
@@ -184,11 +183,10 @@ async def test_verifier_sandboxes_are_never_lent_to_a_model() -> None:
         verifier = await acquire("local", limits=limits, verifier=True)
         await verifier.write_file("hidden_tests.py", "assert f(1) == 2")
         await verifier.close()
-        loop = asyncio.get_running_loop()
-        verifiers = pool_module._shared[loop][("local", "python", limits, True)]
+        verifiers = await shared_pool("local", limits=limits, verifier=True)
         assert await _returned(verifiers, verifier.id), "a closed verifier sandbox should be wiped and kept"
         models = [await acquire("local", limits=limits) for _ in range(3)]
-        spares = pool_module._shared[loop][("local", "python", limits, False)]._ready
+        spares = (await shared_pool("local", limits=limits))._ready
         assert verifier.id not in {box.id for box in models} | {box.id for box in spares}
         await asyncio.gather(*(box.close() for box in models))
     finally:

@@ -118,3 +118,34 @@ async def test_the_toy_env_reference_policy_scores_point_nine() -> None:
             if result.terminated or result.truncated:
                 break
         assert env.trajectory is not None and env.trajectory.reward == pytest.approx(0.9)
+
+
+def test_at_exit_the_pooled_envs_and_then_their_sandboxes_runtime_are_closed() -> None:
+    """TRL never closes the envs it pools: at exit the adapter closes them, then the runtime whose
+    warm pools they drew from (its env loop's default), so no spare outlives training."""
+    import psutil
+
+    from agentgym.envs.code.env import CodeEnv
+    from agentgym.sandboxes import runtime
+    from agentgym.sandboxes.pool import shared_pools
+    from agentgym.trl import _loop
+    from agentgym.trl import environment as adapter
+
+    def make() -> CodeEnv:
+        return CodeEnv(sandbox_backend="local")
+
+    task = make().tasks()[0]
+    env = environment_class(make)()
+    env.reset(**task_dataset(make, [task])[0])
+    assert env.python(code="print(6 * 7)").strip() == "42"
+    sandbox = env.env.sandbox
+    pid = int(sandbox.id.removeprefix("local-"))
+
+    async def runtime_of_the_loop() -> runtime.SandboxRuntime:
+        return runtime.current()
+
+    used = _loop.run(runtime_of_the_loop())
+    assert shared_pools(used) and psutil.pid_exists(pid)
+    adapter._close_all()
+    assert env.env.sandbox is None and used.closed and shared_pools(used) == []
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
