@@ -257,7 +257,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--gpu", action="store_true", help="train on the GPU in bf16, generate with vLLM (colocated)")
-    parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps per arm, 2+2 tasks, groups of 2, short budgets")
+    parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps per arm, 2+2 tasks, groups of 2")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.tiny:
