@@ -10,7 +10,7 @@ The front door::
     finally:
         await sandbox.close()
 
-Backends (``docker``, ``local``) start the same in-sandbox agent and pass the same conformance
+Backends (``docker``, ``local``) start the same in-sandbox supervisor and pass the same conformance
 suite; see :mod:`agentgym.sandboxes.base` for the contract. Docker sandboxes can spread over
 several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing here imports the docker SDK
 until a Docker sandbox is asked for.
