@@ -35,7 +35,7 @@ from agentgym.sandboxes import attach, builder, channel, commit, engine, fork, h
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
+from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class DockerSandbox(AgentSandbox):
     recyclable = True  # code is CODE_USER in the container's own pid, IPC and mount namespaces
 
     def __init__(
-        self, id: str, limits: Limits, client: AgentClient, attach: Any, rundir: str | None,
+        self, id: str, limits: Limits, client: SupervisorClient, attach: Any, rundir: str | None,
         slot: hosts.Slot | None = None, lender: socket.socket | None = None,
     ) -> None:
         self.endpoint = slot.endpoint if slot is not None else hosts.default()
@@ -170,10 +170,10 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
             channel.remove_dir(listener.dir)
         raise
     loop = asyncio.get_running_loop()
-    attach_protocol: AgentProtocol | None = None
+    attach_protocol: SupervisorProtocol | None = None
     try:
         attached, attach_protocol = await attach.open_stream(
-            endpoint, container_id, lambda: AgentProtocol(multiplexed=True), STARTUP_TIMEOUT
+            endpoint, container_id, lambda: SupervisorProtocol(multiplexed=True), STARTUP_TIMEOUT
         )
         await asyncio.to_thread(engine.client(endpoint).api.start, container_id)
         attached.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
@@ -183,7 +183,7 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
         if listener is not None:
             conn, lender = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
             transport, protocol = await loop.create_connection(
-                lambda: AgentProtocol(stderr=attach_protocol.stderr), sock=conn
+                lambda: SupervisorProtocol(stderr=attach_protocol.stderr), sock=conn
             )
     except BaseException as e:
         if listener is not None:
@@ -193,7 +193,7 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
         if isinstance(e, SandboxError) and said:
             raise SandboxError(f"{e}: {said}") from e
         raise
-    client = AgentClient(transport, protocol, name=container_id[:12])
+    client = SupervisorClient(transport, protocol, name=container_id[:12])
     sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, lender)
     await sandbox._wait_ready()
     if direct:

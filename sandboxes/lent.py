@@ -33,6 +33,8 @@ from agentgym.sandboxes.pipes import PipeWriter
 
 # The supervisor's own: the host reads a lent session as the supervisor reads one it keeps.
 from agentgym.sandboxes.supervisor.wire import (
+    LENGTH_DIGITS,
+    LENT_FDS,
     QUIET_WAIT,
     READ_CHUNK,
     Capture,
@@ -42,9 +44,6 @@ from agentgym.sandboxes.supervisor.wire import (
     read_available,
     reply_limit,
 )
-
-LENT_FDS = 4  # code in, replies, stdout, stderr: the order the supervisor sends them in
-LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
 
 Outcome = Literal["done", "timeout", "died", "broken", "garbled"]
 

@@ -49,7 +49,7 @@ from agentgym.errors import SandboxError
 from agentgym.sandboxes import fork
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
-from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
+from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.sandbox import AgentSandbox
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class LocalSandbox(AgentSandbox):
     """A sandbox that is one local process tree; ``id`` is ``local-<pid>``."""
 
     def __init__(
-        self, limits: Limits, client: AgentClient, proc: subprocess.Popen[bytes], uid: int | None,
+        self, limits: Limits, client: SupervisorClient, proc: subprocess.Popen[bytes], uid: int | None,
         workdir: str | None, recyclable: bool, lender: socket.socket | None = None,
     ) -> None:
         destroy = functools.partial(_destroy, proc, uid, workdir)
@@ -226,8 +226,8 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     assert proc.stdin is not None and proc.stdout is not None
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
     transport.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
-    _, protocol = await loop.connect_read_pipe(AgentProtocol, proc.stdout)
-    client = AgentClient(transport, protocol, name=f"local-{proc.pid}")
+    _, protocol = await loop.connect_read_pipe(SupervisorProtocol, proc.stdout)
+    client = SupervisorClient(transport, protocol, name=f"local-{proc.pid}")
     sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, lender)
     await sandbox._wait_ready()
     return sandbox

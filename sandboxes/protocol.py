@@ -1,10 +1,12 @@
 """The host's half of the supervisor protocol: write one JSON line, await the line with the same id.
 
+The line is :func:`~agentgym.sandboxes.supervisor.wire.message_line`, the supervisor's own.
+
 Both backends carry the same frames: the local backend over the supervisor's stdin/stdout pipes, the
 Docker backend over a unix socket shared with the container (see :mod:`~agentgym.sandboxes.channel`)
 or, when the engine is remote, over the container's attach socket, where Docker wraps each chunk of
 output in an 8-byte header (stream type, 3 zero bytes, big-endian length) that
-:class:`AgentProtocol` strips.
+:class:`SupervisorProtocol` strips.
 Everything runs on the event loop (no thread hop per call) and a call's timeout is a
 ``loop.call_later`` on its future, the cheapest timer asyncio has.
 """
@@ -22,7 +24,7 @@ from agentgym.sandboxes.supervisor.wire import message_line
 STDERR_KEPT = 4096  # the supervisor's own stderr, kept to explain a sandbox that died
 
 
-class AgentProtocol(asyncio.Protocol):
+class SupervisorProtocol(asyncio.Protocol):
     """Receives the supervisor's response lines and hands each to the call waiting for its id.
 
     Args:
@@ -103,7 +105,7 @@ class AgentProtocol(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-class AgentClient:
+class SupervisorClient:
     """Sends requests to one supervisor, one at a time, and turns failures into :class:`SandboxError`.
 
     A call that times out on the host side leaves the supervisor in an unknown state, so the client
@@ -115,7 +117,7 @@ class AgentClient:
         name: Used in error messages.
     """
 
-    def __init__(self, transport: asyncio.WriteTransport, protocol: AgentProtocol, *, name: str) -> None:
+    def __init__(self, transport: asyncio.WriteTransport, protocol: SupervisorProtocol, *, name: str) -> None:
         self.transport = transport
         self.protocol = protocol
         self.name = name

@@ -1,7 +1,7 @@
 """What every backend shares: the :class:`~agentgym.sandboxes.base.Sandbox` methods, spoken to the supervisor.
 
 A backend only starts the supervisor somewhere (a container, a bubblewrap jail), connects an
-:class:`~agentgym.sandboxes.protocol.AgentClient` to it and says how to destroy it; the rest lives
+:class:`~agentgym.sandboxes.protocol.SupervisorClient` to it and says how to destroy it; the rest lives
 here, so both backends behave the same. The destroy function is held by a ``weakref.finalize``, so
 a sandbox nobody closed is still destroyed when it is garbage-collected or when the interpreter
 exits: the synchronous backstop behind ``close()``.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes import fork, lent
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
-from agentgym.sandboxes.protocol import AgentClient
+from agentgym.sandboxes.protocol import SupervisorClient
 
 if TYPE_CHECKING:
     import socket
@@ -52,7 +52,7 @@ class AgentSandbox:
     """Whether :meth:`recycle` can wipe it: code runs as a uid of its own (so the supervisor can tell what
     that uid left) in private IPC and mount namespaces. Set by the backend."""
 
-    def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None],
+    def __init__(self, id: str, limits: Limits, client: SupervisorClient, destroy: Callable[[], None],
                  lender: socket.socket | None = None) -> None:
         """
         Args:

@@ -23,6 +23,7 @@ from typing import Any
 
 READ_CHUNK = 1 << 16
 LENGTH_DIGITS = 10  # a session's frame is its length in ten ASCII digits, then that many bytes
+LENT_FDS = 4  # a lent session's pipes: code in, replies, stdout, stderr, in the order they are sent
 QUIET_WAIT = 0.002  # how long a python call waits for the worker's answer before reading output as it comes
 
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import zlib
 
+from agentgym.sandboxes import local
 from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import (
     BOOTSTRAP,
@@ -91,3 +92,17 @@ def test_a_payload_cut_short_fails_with_a_reason() -> None:
                           capture_output=True, timeout=30, check=False)
     assert done.returncode == 1
     assert b"cut short" in done.stderr
+
+
+async def test_code_in_a_session_finds_none_of_the_supervisors_modules() -> None:
+    # The zygote drops them from sys.modules: an ``import`` of code finds what a plain interpreter would.
+    box = await local.create(Limits(memory_mb=256))
+    try:
+        code = "import sys\nprint(sorted(n for n in sys.modules if 'agentgym' in n or 'supervisor' in n))"
+        first = await box.run_python(code)
+        assert first.error is None and first.output == "[]\n", first
+        await box.run_python("raise SystemExit")  # the next session, forked from the same zygote
+        again = await box.run_python(code)
+        assert again.output == "[]\n", again
+    finally:
+        await box.close()

@@ -14,7 +14,7 @@ import pytest
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import channel, docker, hosts, reaper
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.protocol import AgentProtocol
+from agentgym.sandboxes.protocol import SupervisorProtocol
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 from tests.sandboxes.test_leaks import dead_pid
@@ -86,7 +86,7 @@ async def test_a_stranger_is_not_taken_for_the_agent() -> None:
 async def test_closing_the_direct_socket_ends_the_container() -> None:
     async with await create("python", SMALL) as box:
         protocol = box.client.protocol
-        assert isinstance(protocol, AgentProtocol)
+        assert isinstance(protocol, SupervisorProtocol)
         box.client.transport.close()  # what the owner's death does: the supervisor reads end of input
         await asyncio.wait_for(protocol.closed, 60)
         assert not box.connected
