@@ -1,7 +1,7 @@
 """The in-sandbox supervisor: a stdlib-only package that answers newline-delimited JSON requests.
 
 The host starts ``python3 -u -c <bootstrap> <config json>`` and writes this package's modules to its
-stdin (see ``agentgym.sandboxes.sandbox.BOOTSTRAP``, a few lines that install them in memory and run
+stdin (see ``agentgym.sandboxes.bootstrap.BOOTSTRAP``, a few lines that install them in memory and run
 :mod:`.main`), so it runs in any image that has a ``python3`` (3.9 or newer: CI holds it to the
 sandbox contract on Debian bullseye's 3.9, the ``python-oldest`` recipe) and nothing needs baking
 into the image or writing inside the sandbox. Requests arrive on stdin, or on a unix socket the host

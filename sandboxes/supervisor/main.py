@@ -1,7 +1,7 @@
 """The supervisor's entry: read the config, make the jail if asked, connect, start the zygote, then
 answer request lines until the stream closes or the wall clock runs out.
 
-The bootstrap (``agentgym.sandboxes.sandbox.BOOTSTRAP``) runs this module as ``__main__`` after
+The bootstrap (``agentgym.sandboxes.bootstrap.BOOTSTRAP``) runs this module as ``__main__`` after
 installing the package's other modules from stdin.
 """
 
