@@ -16,8 +16,10 @@ sessions' faults per episode in milliseconds.
 
     python benchmarks/episode_cost.py                      # 0 and 20 steps, ~1 min
     python benchmarks/episode_cost.py --quick --out "$(mktemp -d)/e.json"
-    git show OLD:sandboxes/agent/agent.py > old_agent.py
+    git show OLD:sandboxes/agent/agent.py > old_agent.py       # a one-file supervisor (before the package)
     python benchmarks/episode_cost.py --against old_agent.py   # A/B, windows interleaved
+    git worktree add ../old OLD                                 # or another checkout's package
+    python benchmarks/episode_cost.py --against ../old/sandboxes/supervisor
     python benchmarks/episode_cost.py --through-agent     # lent sessions against calls through the agent
 """
 
@@ -39,7 +41,7 @@ from stats import fmt, summarize
 
 import agentgym
 from agentgym.sandboxes import local, shutdown_pools, warm_up
-from agentgym.sandboxes.sandbox import agent_payload, framed_source
+from agentgym.sandboxes.bootstrap import PACKAGE, framed_package, in_order, supervisor_payload
 from agentgym.types import Message, ToolCall
 
 CALL = ToolCall(id="c", name="python", arguments=json.dumps({"code": "print(1)"}))
@@ -93,13 +95,27 @@ async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
             "fault_us": fault_us()}
 
 
-async def windows(steps: int, seconds: float, count: int, agent: str | None = None,
+def payload_of(path: str) -> tuple[bytes, bool]:
+    """What the bootstrap reads to start the supervisor at ``path``, and whether it lends sessions: a
+    directory is the package (each ``*.py`` a module), a file one module run as ``__main__`` (the
+    one-file agent of older commits)."""
+    where = Path(path)
+    if where.is_dir():
+        sources = {f.stem: f.read_text(encoding="utf-8") for f in where.glob("*.py")}
+        modules = in_order(PACKAGE, sources)
+    else:
+        modules = (("__main__", where.read_text(encoding="utf-8")),)
+    return framed_package(PACKAGE, modules), any("def op_session" in source for _, source in modules)
+
+
+async def windows(steps: int, seconds: float, count: int, agent: bytes | None = None,
                   through_agent: bool = False) -> list[dict[str, Any]]:
-    """``count`` windows of one env on a fresh pool, after a warm-up window; ``agent``: another agent source;
+    """``count`` windows of one env on a fresh pool, after a warm-up window; ``agent``: another supervisor's
+    payload (:func:`payload_of`);
     ``through_agent``: python calls go through the agent, as before sessions were lent to the host
     (``agentgym.sandboxes.lent``): the sandboxes are given no lending socket."""
     if agent is not None:
-        local.agent_payload = lambda: framed_source(agent)  # what the next sandboxes start (the pool is fresh)
+        local.supervisor_payload = lambda: agent  # what the next sandboxes start (the pool is fresh)
     init = local.LocalSandbox.__init__
     if through_agent:
         def unlent(self: local.LocalSandbox, *args: Any, **kwargs: Any) -> None:
@@ -114,16 +130,17 @@ async def windows(steps: int, seconds: float, count: int, agent: str | None = No
     finally:
         await env.close()
         await shutdown_pools()
-        local.agent_payload = agent_payload
+        local.supervisor_payload = supervisor_payload
         local.LocalSandbox.__init__ = init  # type: ignore[method-assign]
 
 
-async def level(steps: int, args: argparse.Namespace, other: str | None) -> list[dict[str, Any]]:
-    """This checkout's row for ``steps``; with ``other`` (``--against``'s source) and ``--through-agent``,
+async def level(steps: int, args: argparse.Namespace, other: tuple[bytes, bool] | None) -> list[dict[str, Any]]:
+    """This checkout's row for ``steps``; with ``other`` (``--against``'s payload, and whether it lends
+    sessions) and ``--through-agent``,
     those rows too, their windows interleaved."""
     arms = {"this checkout": (None, False)}
     if other is not None:  # an agent from before lent sessions answers python calls itself
-        arms[args.against] = (other, "def op_session" not in other)
+        arms[args.against] = (other[0], not other[1])
     if args.through_agent:
         arms["this checkout, python calls through the agent"] = (None, True)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
@@ -141,8 +158,9 @@ async def level(steps: int, args: argparse.Namespace, other: str | None) -> list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 20], help="python calls per episode")
-    parser.add_argument("--against", metavar="AGENT_PY", help="another in-sandbox agent (e.g. an older commit's "
-                        "sandboxes/agent/agent.py), measured in windows interleaved with this checkout's")
+    parser.add_argument("--against", metavar="PATH", help="another in-sandbox supervisor (an older "
+                        "commit's sandboxes/agent/agent.py, or a sandboxes/supervisor folder), measured in "
+                        "windows interleaved with this checkout's")
     parser.add_argument("--through-agent", action="store_true", help="also measure this checkout with python "
                         "calls through the agent (no lent sessions), in interleaved windows")
     run_options(parser, "episode_cost", repeat=5, quick="short windows", seconds=5.0)
@@ -150,7 +168,7 @@ def main() -> None:
     if args.quick:
         args.seconds, args.repeat = 0.5, 2
     info = run_info()
-    other = Path(args.against).read_text(encoding="utf-8") if args.against else None
+    other = payload_of(args.against) if args.against else None
     rows = [row for n in args.steps for row in asyncio.run(level(n, args, other))]
     print(f"\nCPU-ms per episode on the local backend, one env (pid {os.getpid()}); median (min–max) of the repeats")
     print(f"{'steps':>5} {'client':>18} {'agent':>18} {'sessions+wipe':>18} {'total':>18} {'wall':>8}  agent")

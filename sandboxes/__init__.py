@@ -14,7 +14,7 @@ Warm pools, browser pools and what env families keep belong to a sandbox runtime
 SandboxRuntime():`` around a run closes them all; code that opens none uses the event loop's default
 one, see :mod:`agentgym.sandboxes.runtime`).
 
-Backends (``docker``, ``local``) start the same in-sandbox agent and pass the same conformance
+Backends (``docker``, ``local``) start the same in-sandbox supervisor and pass the same conformance
 suite; see :mod:`agentgym.sandboxes.base` for the contract. Docker sandboxes can spread over
 several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing here imports the docker SDK
 until a Docker sandbox is asked for.

@@ -2,7 +2,7 @@
 
 A sandbox runs untrusted code with no network, bounded CPU, memory, processes, disk, wall time and
 output, and sees nothing of the host but what a task writes into it. Every backend starts the same
-in-sandbox agent (``agent/agent.py``, stdlib only) and speaks one framed protocol to it, so every
+in-sandbox supervisor (``supervisor/supervisor.py``, stdlib only) and speaks one framed protocol to it, so every
 backend has the same semantics and passes the same conformance suite (``tests/sandboxes``).
 """
 
@@ -27,7 +27,7 @@ class Limits(BaseModel):
         disk_mb: Space for files the code writes: ``/tmp``, ``/dev/shm`` and the working
             directory are each a tmpfs of this size (on the local backend without bubblewrap or
             namespaces: an ordinary directory), and no single file may grow past it (RLIMIT_FSIZE).
-        wall_seconds: Lifetime of the sandbox; after it the agent exits and the sandbox is removed.
+        wall_seconds: Lifetime of the sandbox; after it the supervisor exits and the sandbox is removed.
         exec_timeout: Default time limit for one ``exec`` or ``run_python`` call.
         output_bytes: Output kept per call (stdout and stderr each); the rest is dropped and
             the result is marked ``truncated``.
@@ -36,7 +36,7 @@ class Limits(BaseModel):
         writable_root: Docker only: the container's root filesystem is writable (its own copy-on-write
             layer, which ``docker commit`` and ``docker diff`` see), for envs whose files must live
             outside the tmpfs mounts, e.g. a repository at ``/testbed`` (the SWE env). Such a sandbox
-            cannot be wiped by the agent (its root holds too much to check), so a pool destroys it on
+            cannot be wiped by the supervisor (its root holds too much to check), so a pool destroys it on
             close. The local backend refuses it.
     """
 

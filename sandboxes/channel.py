@@ -1,9 +1,9 @@
 """The Docker backend's direct data path: a unix socket in a bind-mounted directory, bypassing dockerd.
 
 Over the attach stream every request and reply is copied through dockerd and the container's shim
-(about as much CPU as the agent itself spends). With a local engine we instead make a fresh, empty
+(about as much CPU as the supervisor itself spends). With a local engine we instead make a fresh, empty
 host directory per sandbox, mount it read-only at :data:`MOUNT` in the container and listen on
-``agent.sock`` in it before the container starts; the agent connects as its first act, before it
+``supervisor.sock`` in it before the container starts; the supervisor connects as its first act, before it
 starts anything that could run user code, and the kernel carries the frames from then on.
 
 Untrusted code gains nothing: the host accepts exactly one connection, checks that it comes from a
@@ -32,7 +32,7 @@ from agentgym.sandboxes import engine
 from agentgym.sandboxes.hosts import Endpoint
 
 MOUNT = "/run/agentgym"  # where the directory appears inside the container
-SOCKET_NAME = "agent.sock"
+SOCKET_NAME = "supervisor.sock"
 PREFIX = "agentgym-docker-"
 LABEL = f"{engine.LABEL}.rundir"  # on the container: which directory is its own
 STALE_SECONDS = 60  # a directory no container names is left alone this long (it may be mid-creation)
@@ -65,11 +65,11 @@ class Listener:
 
     async def accept(self, container_id: str, lost: asyncio.Future[None],
                      seconds: float) -> tuple[socket.socket, socket.socket]:
-        """The agent's two connections (requests, then the socket it lends its Python session on), once;
+        """The supervisor's two connections (requests, then the socket it lends its Python session on), once;
         then nothing is left to connect to.
 
         Raises:
-            SandboxError: The agent exited first (``lost`` finished), did not connect within
+            SandboxError: The supervisor exited first (``lost`` finished), did not connect within
                 ``seconds``, or a peer is not a process of ``container_id``.
         """
         assert self._sock is not None
@@ -103,7 +103,7 @@ class Listener:
                 with contextlib.suppress(asyncio.CancelledError):
                     await accepting
         if accepting.cancelled() or accepting.exception() is not None:
-            raise SandboxError(f"the agent did not connect to {MOUNT}/{SOCKET_NAME}")
+            raise SandboxError(f"the supervisor did not connect to {MOUNT}/{SOCKET_NAME}")
         conn: socket.socket = accepting.result()[0]
         return conn
 

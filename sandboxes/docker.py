@@ -1,17 +1,17 @@
-"""The Docker backend: the agent runs as a container's main process and talks over its attach socket.
+"""The Docker backend: the supervisor runs as a container's main process and talks over its attach socket.
 
 Each sandbox is one container, created from the image with ``python3 -u -c <bootstrap>`` as its
-command (the agent's source follows on stdin), so any image with a ``python3`` works. The
+command (the supervisor's source follows on stdin), so any image with a ``python3`` works. The
 container has no network (unless
 ``Limits.network``), a read-only root (unless ``Limits.writable_root``) with size-limited tmpfs at
 ``/tmp`` and ``/work``, capped
 memory, CPU and process count, no privilege escalation, and an environment of PATH, HOME and LANG
-only. The agent runs as root holding nothing but the capabilities to switch user and to signal;
-the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the agent.
+only. The supervisor runs as root holding nothing but the capabilities to switch user and to signal;
+the code it runs is uid 65534 with no capabilities at all, so that code cannot kill the supervisor.
 
 The container is created with ``StdinOnce`` and ``AutoRemove``: when the owning process dies for
 any reason its end of the request stream closes (the direct unix socket of
-:mod:`~agentgym.sandboxes.channel`, or the attach socket), the agent reads end of input and exits,
+:mod:`~agentgym.sandboxes.channel`, or the attach socket), the supervisor reads end of input and exits,
 and Docker removes the container. The labels from
 :func:`~agentgym.sandboxes.engine.owner_labels` let :mod:`~agentgym.sandboxes.reaper` remove the rest.
 
@@ -33,17 +33,18 @@ from typing import TYPE_CHECKING, Any
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import attach, builder, channel, commit, engine, fork, hosts, reaper
 from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
-from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox, agent_argv, agent_config, agent_payload
+from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
+from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
 
-# The agent runs as root with only the capabilities to switch user and to signal; everything it
-# starts runs as CODE_USER with none, so user code cannot kill the agent (kill -9 -1) or regain root.
+# The supervisor runs as root with only the capabilities to switch user and to signal; everything it
+# starts runs as CODE_USER with none, so user code cannot kill the supervisor (kill -9 -1) or regain root.
 AGENT_USER = "0:0"
 AGENT_CAPS = ["SETUID", "SETGID", "KILL"]
 CODE_USER = (65534, 65534)
@@ -68,12 +69,12 @@ class DockerSandbox(AgentSandbox):
     recyclable = True  # code is CODE_USER in the container's own pid, IPC and mount namespaces
 
     def __init__(
-        self, id: str, limits: Limits, client: AgentClient, attach: Any, rundir: str | None,
+        self, id: str, limits: Limits, client: SupervisorClient, attach: Any, rundir: str | None,
         slot: hosts.Slot | None = None, lender: socket.socket | None = None,
     ) -> None:
         self.endpoint = slot.endpoint if slot is not None else hosts.default()
         super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot), lender)
-        self._attach = attach  # the attach stream's transport (it carries the agent's stderr)
+        self._attach = attach  # the attach stream's transport (it carries the supervisor's stderr)
 
     async def _start_like(self, n: int) -> list[AgentSandbox]:
         """``n`` containers like this one: its image, or a commit of its writable root, and its limits."""
@@ -116,7 +117,7 @@ async def create(
     on an engine fails, the process keeps to the attach stream there from then on.
 
     Raises:
-        SandboxError: No engine, the image cannot be had, no place within a minute, or the agent does not start.
+        SandboxError: No engine, the image cannot be had, no place within a minute, or the supervisor does not start.
     """
     limits = limits or Limits()
     slot = await hosts.place(hosts_ or hosts.configured(), place_seconds)
@@ -169,30 +170,30 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
             channel.remove_dir(listener.dir)
         raise
     loop = asyncio.get_running_loop()
-    attach_protocol: AgentProtocol | None = None
+    attach_protocol: SupervisorProtocol | None = None
     try:
         attached, attach_protocol = await attach.open_stream(
-            endpoint, container_id, lambda: AgentProtocol(multiplexed=True), STARTUP_TIMEOUT
+            endpoint, container_id, lambda: SupervisorProtocol(multiplexed=True), STARTUP_TIMEOUT
         )
         await asyncio.to_thread(engine.client(endpoint).api.start, container_id)
-        attached.write(agent_payload())  # the bootstrap reads the agent's source from stdin first
+        attached.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
         transport: asyncio.WriteTransport = attached
         protocol = attach_protocol
         lender = None
         if listener is not None:
             conn, lender = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
             transport, protocol = await loop.create_connection(
-                lambda: AgentProtocol(stderr=attach_protocol.stderr), sock=conn
+                lambda: SupervisorProtocol(stderr=attach_protocol.stderr), sock=conn
             )
     except BaseException as e:
         if listener is not None:
             listener.close()
         await asyncio.to_thread(_destroy, container_id, rundir, endpoint)
-        said = attach_protocol.lost if attach_protocol is not None else None  # the agent's own words on why
+        said = attach_protocol.lost if attach_protocol is not None else None  # the supervisor's own words on why
         if isinstance(e, SandboxError) and said:
             raise SandboxError(f"{e}: {said}") from e
         raise
-    client = AgentClient(transport, protocol, name=container_id[:12])
+    client = SupervisorClient(transport, protocol, name=container_id[:12])
     sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, lender)
     await sandbox._wait_ready()
     if direct:
@@ -221,8 +222,8 @@ def _prepare(image: str, endpoint: Endpoint) -> str:
 def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str | None) -> str:
     """Create (not start) the container; the caller attaches to it before starting it, so no output is missed.
 
-    With ``rundir`` the directory is mounted read-only at :data:`channel.MOUNT` and the agent
-    connects to the socket in it. The attach stream is opened either way: it carries the agent's
+    With ``rundir`` the directory is mounted read-only at :data:`channel.MOUNT` and the supervisor
+    connects to the socket in it. The attach stream is opened either way: it carries the supervisor's
     stderr, and its closing (the owner died) ends the container.
     """
     import docker
@@ -238,7 +239,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         nano_cpus=int(limits.cpus * 1e9),
         pids_limit=limits.pids,
         read_only=not limits.writable_root,
-        # Both root's (the agent makes the working directory sticky and world-writable, like /tmp):
+        # Both root's (the supervisor makes the working directory sticky and world-writable, like /tmp):
         # code owns nothing here it could mark (times, modes) for the next user of a recycled sandbox.
         tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: disk},
         cap_drop=["ALL"],
@@ -251,7 +252,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         mounts=[docker.types.Mount(channel.MOUNT, rundir, type="bind", read_only=True)] if rundir else None,
     )
     rlimits = {"FSIZE": limits.disk_mb << 20, "MSGQUEUE": 0}  # no POSIX message queues, as on the local backend
-    config = agent_config(limits, workdir=WORKDIR, rlimits=rlimits, user=CODE_USER)
+    config = supervisor_config(limits, workdir=WORKDIR, rlimits=rlimits, user=CODE_USER)
     labels = engine.owner_labels(limits.wall_seconds)
     if rundir is not None:
         config["socket"] = f"{channel.MOUNT}/{channel.SOCKET_NAME}"
@@ -259,12 +260,12 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
     try:
         created = api.create_container(
             ref,
-            command=agent_argv("python3", config),
+            command=supervisor_argv("python3", config),
             user=AGENT_USER,
             environment=ENVIRONMENT,
             working_dir=WORKDIR,
             labels=labels,
-            stdin_open=True,  # with detach=False this also sets StdinOnce: our EOF ends the agent
+            stdin_open=True,  # with detach=False this also sets StdinOnce: our EOF ends the supervisor
             detach=False,
             tty=False,
             host_config=host_config,

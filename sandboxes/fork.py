@@ -5,7 +5,7 @@ A sandbox's files live in two kinds of place, and each is copied the cheapest wa
 - **What code can write that no image holds**: the tmpfs mounts (``/work``, ``/tmp``, ``/dev/shm``
   on Docker and under bubblewrap; the working directory of an unjailed local sandbox). Only
   processes inside the sandbox see them (``docker cp`` reads the container's layer, not its
-  tmpfs), so the agent's copier streams them (``snapshot``: a length-prefixed JSON header per
+  tmpfs), so the supervisor's copier streams them (``snapshot``: a length-prefixed JSON header per
   entry, then its bytes), read once, and each fork's copier makes them from the same chunks
   (``restore``). Both copiers run as the code's uid, so a fork's files are its own code's,
   exactly as if that code had written them. (Python's ``tarfile`` did the same 5-10x slower.)
@@ -13,7 +13,7 @@ A sandbox's files live in two kinds of place, and each is copied the cheapest wa
   ``docker commit`` (the container paused for the moment) into an untagged image from which the
   forks' containers start (:mod:`.commit`, the Docker backend's half of forking).
 
-Forks get the parent's image and limits, and fresh processes (an agent, a new Python session: no
+Forks get the parent's image and limits, and fresh processes (a supervisor, a new Python session: no
 variables, no background jobs); each has its own copy of everything, shared with no one. Started
 anew, a fork is no pool's: closing it destroys it. Taken from a warm pool (``fork(n, pool=...)``),
 which spares the container starts, it goes back there when closed and is wiped like any sandbox:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES = 8 << 20  # of the stream per request: bounds the agent's memory, whatever the files weigh
+CHUNK_BYTES = 8 << 20  # of the stream per request: bounds the supervisor's memory, whatever the files weigh
 COPY_TIMEOUT = 120.0  # seconds for one chunk's round trip (a slow disk, a loaded machine)
 
 
@@ -57,7 +57,7 @@ async def fork(parent: AgentSandbox, n: int, start_like: StartLike) -> list[Agen
         raise ValueError(f"a sandbox forks into at least 1 sandbox, not {n}")
     if not parent.connected:
         raise SandboxError(f"sandbox {parent.id} is closed or gone; it cannot be forked")
-    # The engine's copy (a commit) is taken inside start_like, while the agent streams the tmpfs.
+    # The engine's copy (a commit) is taken inside start_like, while the supervisor streams the tmpfs.
     snapshot, started = await asyncio.gather(snapshot_of(parent), start_like(n), return_exceptions=True)
     forks = started if isinstance(started, list) else []
     try:

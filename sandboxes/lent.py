@@ -1,15 +1,15 @@
-"""The host's direct line to a sandbox's Python session: python calls that never wake the agent.
+"""The host's direct line to a sandbox's Python session: python calls that never wake the supervisor.
 
-A python call through the agent crosses two processes: the host writes a request to the agent, the
-agent writes the code to the session's pipe, waits for its reply, reads its output, and writes a
-reply back. The agent's part of that is a large share of the call's cost (docs/benchmarks.md, "Python
-calls that skip the agent", has the figures). So the agent lends the host the session's
+A python call through the supervisor crosses two processes: the host writes a request to the supervisor, the
+supervisor writes the code to the session's pipe, waits for its reply, reads its output, and writes a
+reply back. The supervisor's part of that is a large share of the call's cost (docs/benchmarks.md, "Python
+calls that skip the supervisor", has the figures). So the supervisor lends the host the session's
 own pipes (its ``session`` op sends them with ``SCM_RIGHTS`` on a socket kept for that): the host
-writes the code frame to the session and reads its reply and output itself, exactly as the agent
-would, and the agent only steps in to start a session, to kill one that timed out, died or closed
+writes the code frame to the session and reads its reply and output itself, exactly as the supervisor
+would, and the supervisor only steps in to start a session, to kill one that timed out, died or closed
 its output (``session`` with ``restart``), and for everything else (commands, files, wipes).
 
-The session runs untrusted code, so everything read from it is bounded here as in the agent: each
+The session runs untrusted code, so everything read from it is bounded here as in the supervisor: each
 output stream keeps ``cap`` bytes and drops the rest, the reply frame is at most :func:`reply_limit`
 bytes (about ``cap``: so is its traceback, the one field of any size) and is read by its exact shape
 (:func:`parse_reply`: one linear scan, nothing that nests), and a frame that is not a length and
@@ -29,8 +29,12 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# The agent's own: the host reads a lent session as the agent reads one it keeps.
-from agentgym.sandboxes.agent.agent import (
+from agentgym.sandboxes.pipes import PipeWriter
+
+# The supervisor's own: the host reads a lent session as the supervisor reads one it keeps.
+from agentgym.sandboxes.supervisor.wire import (
+    LENGTH_DIGITS,
+    LENT_FDS,
     QUIET_WAIT,
     READ_CHUNK,
     Capture,
@@ -40,10 +44,6 @@ from agentgym.sandboxes.agent.agent import (
     read_available,
     reply_limit,
 )
-from agentgym.sandboxes.pipes import PipeWriter
-
-LENT_FDS = 4  # code in, replies, stdout, stderr: the order the agent sends them in
-LENGTH_DIGITS = 10  # a frame is its length in ten ASCII digits, then that many bytes
 
 Outcome = Literal["done", "timeout", "died", "broken", "garbled"]
 
@@ -68,7 +68,7 @@ class Ran:
 
 
 def receive(lender: socket.socket) -> list[int]:
-    """The session's four pipes, which the agent sent on ``lender`` before its reply to ``session``.
+    """The session's four pipes, which the supervisor sent on ``lender`` before its reply to ``session``.
 
     Raises:
         OSError: Nothing (or not four descriptors) was waiting there; any received are closed.
@@ -77,14 +77,14 @@ def receive(lender: socket.socket) -> list[int]:
     if len(fds) != LENT_FDS:
         for fd in fds:
             os.close(fd)
-        raise OSError(f"the agent lent {len(fds)} descriptors, not {LENT_FDS}")
+        raise OSError(f"the supervisor lent {len(fds)} descriptors, not {LENT_FDS}")
     for fd in fds:  # nothing this process starts (a local sandbox, a browser's driver) may inherit them
         os.set_inheritable(fd, False)
     return fds
 
 
 class LentSession:
-    """One Python session's pipes, lent by the agent; python calls on it run from this event loop.
+    """One Python session's pipes, lent by the supervisor; python calls on it run from this event loop.
 
     Calls are one at a time (the caller holds a lock). The reply pipe is watched for as long as the
     session is held; stdout and stderr only once a call has run for :data:`QUIET_WAIT` without
@@ -108,7 +108,7 @@ class LentSession:
         self._call: asyncio.Future[Outcome] | None = None
         self._reply: dict[str, Any] | None = None
         self._calls = 0  # the number of the current (or last) call, which its reply must carry
-        self._plain = b""  # that call's reply when it raised nothing (agent.plain_reply)
+        self._plain = b""  # that call's reply when it raised nothing (supervisor.plain_reply)
         self._captures: dict[int, Capture] = {}
         self._code = PipeWriter(self.code_in, on_broken=lambda: self._finish("died"))  # the session gone
         # One watchdog timer per session, re-armed lazily (see _watch): a timer set and cancelled per
@@ -161,7 +161,7 @@ class LentSession:
             self._drain({self.stdout: ran.out, self.stderr: ran.err})
 
     def close(self) -> None:
-        """Stop watching the session and close the pipes this process holds (the agent keeps its own)."""
+        """Stop watching the session and close the pipes this process holds (the supervisor keeps its own)."""
         if self._closed:
             return
         self._closed = True

@@ -1,11 +1,11 @@
-"""The local backend: the agent as a child process, jailed by bubblewrap when it is installed.
+"""The local backend: the supervisor as a child process, jailed by bubblewrap when it is installed.
 
-With bubblewrap the agent runs in new user, pid, network, ipc, uts and mount namespaces (no
+With bubblewrap the supervisor runs in new user, pid, network, ipc, uts and mount namespaces (no
 network at all unless ``Limits.network``, which keeps the host's), sees read-only ``/usr`` and the
 few files python needs, and writes only to size-limited tmpfs at ``/tmp``, ``/dev/shm`` and
 ``/work``; it dies with its parent.
 
-Without bubblewrap the agent makes its own mount, IPC, UTS, pid and network namespaces where the
+Without bubblewrap the supervisor makes its own mount, IPC, UTS, pid and network namespaces where the
 kernel lets it (as root, or through a user namespace): every host mount read-only, fresh tmpfs at
 ``/tmp``, ``/dev/shm`` and a working directory of its own, no network; it can still read the
 host's files.
@@ -14,11 +14,11 @@ directory that is also its ``HOME`` and ``TMPDIR``, and nothing else is private:
 once, with how to install bubblewrap. Envs must therefore keep their files in the working
 directory (relative paths), never at fixed absolute paths.
 
-Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the agent puts
+Either way the environment is empty (PATH, HOME, LANG only: no API key leaks in) and the supervisor puts
 rlimits on everything it starts (address space, CPU, file size, processes, open files, no core
 dumps, no POSIX message queues). RLIMIT_NPROC counts processes per uid and does not bind root, so
 when agentgym runs as root each sandbox's code runs as its own unused uid (:func:`pick_uid`), which
-makes the process cap per sandbox; the agent then stays root with (in bubblewrap) only the capabilities to switch
+makes the process cap per sandbox; the supervisor then stays root with (in bubblewrap) only the capabilities to switch
 user and to signal, so code cannot kill it (as on Docker), and the sandbox can be wiped and reused.
 Run as another user, everything in the jail shares one uid and each sandbox is used once.
 Each sandbox is pinned to ``ceil(cpus)`` cores, taken in turn from the cores agentgym may use.
@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import fork
 from agentgym.sandboxes.base import Limits
-from agentgym.sandboxes.protocol import AgentClient, AgentProtocol
-from agentgym.sandboxes.sandbox import AgentSandbox, agent_argv, agent_config, agent_payload
+from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
+from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
+from agentgym.sandboxes.sandbox import AgentSandbox
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.hosts import Endpoint
@@ -65,7 +66,7 @@ UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
 NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
 NOFILE = 1024
-# Without bubblewrap the working directory is a host directory (over which the agent's own jail
+# Without bubblewrap the working directory is a host directory (over which the supervisor's own jail
 # mounts a tmpfs): outside /tmp, so that it does not show in the sandbox's private /tmp.
 WORKDIR_PARENT = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
@@ -74,7 +75,7 @@ class LocalSandbox(AgentSandbox):
     """A sandbox that is one local process tree; ``id`` is ``local-<pid>``."""
 
     def __init__(
-        self, limits: Limits, client: AgentClient, proc: subprocess.Popen[bytes], uid: int | None,
+        self, limits: Limits, client: SupervisorClient, proc: subprocess.Popen[bytes], uid: int | None,
         workdir: str | None, recyclable: bool, lender: socket.socket | None = None,
     ) -> None:
         destroy = functools.partial(_destroy, proc, uid, workdir)
@@ -99,7 +100,7 @@ def pick_uid() -> int:
     other's processes when either is wiped or destroyed), no process on the machine runs as it
     (a sandbox of another agentgym process), and it owns no key in the kernel: a uid's persistent
     keyring outlives its processes (three days by default), and the next code under that uid could
-    read what an earlier user of it left there (code gets no keyrings where the agent's seccomp
+    read what an earlier user of it left there (code gets no keyrings where the supervisor's seccomp
     filter is made, but anything else on the machine, or an older agentgym, may have used that uid).
     """
     taken = _uids_taken | uids_running() | uids_with_keys()
@@ -154,7 +155,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
     """Start a local sandbox.
 
     Raises:
-        SandboxError: The agent could not be started.
+        SandboxError: The supervisor could not be started.
     """
     limits = limits or Limits()
     if limits.writable_root:
@@ -174,15 +175,15 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         rlimits["NPROC"] = limits.pids
     env = {"PATH": PATH, "LANG": "C.UTF-8"}
     cores = pick_cores(limits.cpus)
-    # As root the agent stays root (in bubblewrap with only the capabilities to switch user and to
-    # signal) and code runs as ``uid``: code cannot kill the agent. Otherwise all is one uid.
+    # As root the supervisor stays root (in bubblewrap with only the capabilities to switch user and to
+    # signal) and code runs as ``uid``: code cannot kill the supervisor. Otherwise all is one uid.
     code_user = (uid, uid) if uid is not None else None
     run_as = None
     recyclable = uid is not None
     if bubblewrap() is not None:
         workdir = None
-        config = agent_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cores=cores, user=code_user)
-        argv = [*jail_argv(python, limits, uid), *agent_argv(python, config)]
+        config = supervisor_config(limits, workdir=JAIL_WORKDIR, rlimits=rlimits, cores=cores, user=code_user)
+        argv = [*jail_argv(python, limits, uid), *supervisor_argv(python, config)]
         env["HOME"] = JAIL_WORKDIR
     else:
         workdir = tempfile.mkdtemp(prefix="agentgym-sandbox-", dir=WORKDIR_PARENT)
@@ -190,16 +191,16 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         if namespaces():
             _warn_no_bubblewrap()
             jail = {"workdir": workdir, "disk_mb": limits.disk_mb, "network": limits.network}
-            config = agent_config(limits, workdir=workdir, rlimits=rlimits, cores=cores, user=code_user, jail=jail)
+            config = supervisor_config(limits, workdir=workdir, rlimits=rlimits, cores=cores, user=code_user, jail=jail)
         else:
             _warn_unjailed()
             if uid is not None:
                 os.chown(workdir, uid, uid)
-            config = agent_config(limits, workdir=workdir, rlimits=rlimits, cores=cores)
+            config = supervisor_config(limits, workdir=workdir, rlimits=rlimits, cores=cores)
             env["TMPDIR"] = workdir
             run_as, recyclable = uid, False
-        argv = agent_argv(python, config)
-    # The socket the agent lends its Python session on (see agentgym.sandboxes.lent): its end keeps its number.
+        argv = supervisor_argv(python, config)
+    # The socket the supervisor lends its Python session on (see agentgym.sandboxes.lent): its end keeps its number.
     lender, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     config["lend_fd"] = theirs.fileno()
     argv[-1] = json.dumps(config)
@@ -217,16 +218,16 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             shutil.rmtree(workdir, ignore_errors=True)
         if uid is not None:
             _uids_taken.discard(uid)
-        raise SandboxError(f"could not start the local sandbox agent: {e}") from e
+        raise SandboxError(f"could not start the local sandbox supervisor: {e}") from e
     finally:
         theirs.close()
     lender.setblocking(False)
     loop = asyncio.get_running_loop()
     assert proc.stdin is not None and proc.stdout is not None
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
-    transport.write(agent_payload())  # the bootstrap reads the agent's source from stdin first
-    _, protocol = await loop.connect_read_pipe(AgentProtocol, proc.stdout)
-    client = AgentClient(transport, protocol, name=f"local-{proc.pid}")
+    transport.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
+    _, protocol = await loop.connect_read_pipe(SupervisorProtocol, proc.stdout)
+    client = SupervisorClient(transport, protocol, name=f"local-{proc.pid}")
     sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, lender)
     await sandbox._wait_ready()
     return sandbox
@@ -261,12 +262,12 @@ def bubblewrap() -> str | None:
 
 @functools.cache
 def namespaces() -> bool:
-    """Whether the agent can make its own namespaces here (without bubblewrap): tried once, in a probe."""
+    """Whether the supervisor can make its own namespaces here (without bubblewrap): tried once, in a probe."""
     workdir = tempfile.mkdtemp(prefix="agentgym-probe-", dir=WORKDIR_PARENT)
     config = {"jail": {"workdir": workdir, "disk_mb": 1, "network": False}, "probe": True}
     try:
         probe = subprocess.run(
-            agent_argv(interpreter(), config), input=agent_payload(), capture_output=True, check=False,
+            supervisor_argv(interpreter(), config), input=supervisor_payload(), capture_output=True, check=False,
             env={"PATH": PATH, "LANG": "C.UTF-8"}, cwd="/", timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -283,7 +284,7 @@ def namespaces() -> bool:
 
 @functools.cache
 def interpreter() -> str:
-    """The Python that runs the agent: the system one when there is one (its files live in /usr)."""
+    """The Python that runs the supervisor: the system one when there is one (its files live in /usr)."""
     for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
         if os.access(candidate, os.X_OK):
             return candidate
@@ -291,10 +292,10 @@ def interpreter() -> str:
 
 
 def jail_argv(python: str, limits: Limits, code_uid: int | None) -> list[str]:
-    """The bubblewrap command line that jails the agent.
+    """The bubblewrap command line that jails the supervisor.
 
     With ``code_uid`` (agentgym runs as root) bubblewrap runs privileged: no user namespace, every
-    capability dropped but those the agent needs to run code as ``code_uid``. Without it,
+    capability dropped but those the supervisor needs to run code as ``code_uid``. Without it,
     bubblewrap makes an unprivileged user namespace and everything inside is uid 65534.
     """
     bwrap = bubblewrap()

@@ -4,7 +4,7 @@ Two relays write to pipes whose reader may be slow: the lent Python session's co
 (:mod:`~agentgym.sandboxes.lent`) and the browser's direct DevTools pipe
 (:mod:`~agentgym.sandboxes.browser.direct`). A blocking write would stall the whole event loop on a
 reader that never drains, so what the pipe does not take at once is queued and sent as it drains. Reads
-need no class: :func:`~agentgym.sandboxes.agent.agent.read_available` (the agent's own) serves both sides.
+need no class: :func:`~agentgym.sandboxes.supervisor.wire.read_available` (the wire format's) serves both sides.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""The host's half of the agent protocol: write one JSON line, await the line with the same id.
+"""The host's half of the supervisor protocol: write one JSON line, await the line with the same id.
 
-Both backends carry the same frames: the local backend over the agent's stdin/stdout pipes, the
+The line is :func:`~agentgym.sandboxes.supervisor.wire.message_line`, the supervisor's own.
+
+Both backends carry the same frames: the local backend over the supervisor's stdin/stdout pipes, the
 Docker backend over a unix socket shared with the container (see :mod:`~agentgym.sandboxes.channel`)
 or, when the engine is remote, over the container's attach socket, where Docker wraps each chunk of
 output in an 8-byte header (stream type, 3 zero bytes, big-endian length) that
-:class:`AgentProtocol` strips.
+:class:`SupervisorProtocol` strips.
 Everything runs on the event loop (no thread hop per call) and a call's timeout is a
 ``loop.call_later`` on its future, the cheapest timer asyncio has.
 """
@@ -17,17 +19,18 @@ import struct
 from typing import Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
+from agentgym.sandboxes.supervisor.wire import message_line
 
-STDERR_KEPT = 4096  # the agent's own stderr, kept to explain a sandbox that died
+STDERR_KEPT = 4096  # the supervisor's own stderr, kept to explain a sandbox that died
 
 
-class AgentProtocol(asyncio.Protocol):
-    """Receives the agent's response lines and hands each to the call waiting for its id.
+class SupervisorProtocol(asyncio.Protocol):
+    """Receives the supervisor's response lines and hands each to the call waiting for its id.
 
     Args:
         multiplexed: The stream carries Docker's 8-byte frame headers (an attach socket with
             ``tty=False``); stderr frames are kept in :attr:`stderr` rather than parsed.
-        stderr: Where the agent's stderr is kept, when another stream carries it (the attach
+        stderr: Where the supervisor's stderr is kept, when another stream carries it (the attach
             socket beside a direct one); it explains a lost connection.
     """
 
@@ -79,7 +82,7 @@ class AgentProtocol(asyncio.Protocol):
         try:
             reply = json.loads(line)
         except ValueError:
-            self._fail(SandboxError(f"the sandbox agent wrote a bad frame: {line[:200]!r}"))
+            self._fail(SandboxError(f"the sandbox supervisor wrote a bad frame: {line[:200]!r}"))
             return
         call_id, future = self._waiting
         if reply.get("id") == call_id and not future.done():
@@ -94,7 +97,7 @@ class AgentProtocol(asyncio.Protocol):
                 future.set_exception(error)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = "the sandbox agent exited" + (f" ({exc})" if exc else "")
+        self.lost = "the sandbox supervisor exited" + (f" ({exc})" if exc else "")
         if self.stderr:
             self.lost += ": " + self.stderr.decode("utf-8", "replace").strip()[-1000:]
         self._fail(SandboxError(self.lost))
@@ -102,10 +105,10 @@ class AgentProtocol(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-class AgentClient:
-    """Sends requests to one agent, one at a time, and turns failures into :class:`SandboxError`.
+class SupervisorClient:
+    """Sends requests to one supervisor, one at a time, and turns failures into :class:`SandboxError`.
 
-    A call that times out on the host side leaves the agent in an unknown state, so the client
+    A call that times out on the host side leaves the supervisor in an unknown state, so the client
     refuses further calls: a hung sandbox fails fast instead of hanging every later call.
 
     Args:
@@ -114,7 +117,7 @@ class AgentClient:
         name: Used in error messages.
     """
 
-    def __init__(self, transport: asyncio.WriteTransport, protocol: AgentProtocol, *, name: str) -> None:
+    def __init__(self, transport: asyncio.WriteTransport, protocol: SupervisorProtocol, *, name: str) -> None:
         self.transport = transport
         self.protocol = protocol
         self.name = name
@@ -123,11 +126,11 @@ class AgentClient:
         self._next_id = 0
 
     async def call(self, op: str, seconds: float, /, **args: Any) -> dict[str, Any]:
-        """Send ``op`` and return the agent's reply.
+        """Send ``op`` and return the supervisor's reply.
 
         Raises:
             SandboxTimeout: No reply within ``seconds``.
-            SandboxError: The agent is gone, broke the protocol, or failed the op for a reason
+            SandboxError: The supervisor is gone, broke the protocol, or failed the op for a reason
                 other than the filesystem.
             OSError: The op failed with an errno (e.g. ``FileNotFoundError`` from ``read_file``).
         """
@@ -140,7 +143,7 @@ class AgentClient:
             loop = asyncio.get_running_loop()
             future: asyncio.Future[dict[str, Any]] = loop.create_future()
             self.protocol._waiting = (call_id, future)
-            self.transport.write(json.dumps({"id": call_id, "op": op, **args}).encode() + b"\n")
+            self.transport.write(message_line({"id": call_id, "op": op, **args}))
             timer = loop.call_later(seconds, self._expire, future, op, seconds)
             try:
                 reply = await future
@@ -161,6 +164,6 @@ class AgentClient:
             future.set_exception(SandboxTimeout(f"sandbox {self.name}: {self.broken}"))
 
     def close(self) -> None:
-        """Close the request stream; the agent sees end of input and exits."""
+        """Close the request stream; the supervisor sees end of input and exits."""
         if not self.transport.is_closing():
             self.transport.close()

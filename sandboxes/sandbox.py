@@ -1,7 +1,7 @@
-"""What every backend shares: the :class:`~agentgym.sandboxes.base.Sandbox` methods, spoken to the agent.
+"""What every backend shares: the :class:`~agentgym.sandboxes.base.Sandbox` methods, spoken to the supervisor.
 
-A backend only starts the agent somewhere (a container, a bubblewrap jail), connects an
-:class:`~agentgym.sandboxes.protocol.AgentClient` to it and says how to destroy it; the rest lives
+A backend only starts the supervisor somewhere (a container, a bubblewrap jail), connects an
+:class:`~agentgym.sandboxes.protocol.SupervisorClient` to it and says how to destroy it; the rest lives
 here, so both backends behave the same. The destroy function is held by a ``weakref.finalize``, so
 a sandbox nobody closed is still destroyed when it is garbage-collected or when the interpreter
 exits: the synchronous backstop behind ``close()``.
@@ -13,19 +13,16 @@ import asyncio
 import base64
 import copy
 import functools
-import json
 import logging
 import time
 import weakref
-import zlib
 from collections.abc import Callable
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes import fork, lent
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
-from agentgym.sandboxes.protocol import AgentClient
+from agentgym.sandboxes.protocol import SupervisorClient
 
 if TYPE_CHECKING:
     import socket
@@ -34,81 +31,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Host-side slack on top of a call's own timeout: the agent needs a moment to kill and drain.
+# Host-side slack on top of a call's own timeout: the supervisor needs a moment to kill and drain.
 GRACE_SECONDS = 5.0
 WALL_CLOCK_SLACK = 1.0
-"""Seconds the agent's wall clock may lead ``started`` by: it starts counting before this object exists,
-so an agent lost this close to the deadline ran out of wall time."""
+"""Seconds the supervisor's wall clock may lead ``started`` by: it starts counting before this object exists,
+so a supervisor lost this close to the deadline ran out of wall time."""
 PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 RECYCLE_TIMEOUT = 10.0
 
-BOOTSTRAP = """import os,zlib
-def take(n):
- b=b''
- while len(b)<n:
-  c=os.read(0,n-len(b))
-  if not c:raise SystemExit('agentgym: the agent\\'s source was cut short on stdin')
-  b+=c
- return b
-h=b''
-while h[-1:]!=b'\\n':h+=take(1)
-exec(compile(zlib.decompress(take(int(h))),'agentgym-agent','exec'),{'__name__':'__main__'})
-"""
-"""What ``python3 -c`` runs in a sandbox: it reads the agent's source from stdin (a decimal length, a
-newline, the zlib-compressed source) and runs it. Sent as an argument, the source would grow towards
-Linux's limit on one argument (128 KiB), past which no sandbox starts; on stdin it has no limit. The
-bootstrap reads with ``os.read`` exactly the bytes of the source, so the requests that follow on
-stdin stay where the agent reads them. Python 3.9 or newer, like the agent."""
-
-
-@functools.cache
-def agent_source() -> str:
-    """The in-sandbox agent's source, sent on stdin to :data:`BOOTSTRAP` so no image needs it baked in."""
-    return resources.files("agentgym.sandboxes.agent").joinpath("agent.py").read_text(encoding="utf-8")
-
-
-def framed_source(source: str) -> bytes:
-    """``source`` as :data:`BOOTSTRAP` reads it from stdin."""
-    compressed = zlib.compress(source.encode("utf-8"), 9)
-    return b"%d\n" % len(compressed) + compressed
-
-
-@functools.cache
-def agent_payload() -> bytes:
-    """The agent's source as the first bytes a backend writes to a new sandbox's stdin (made once)."""
-    return framed_source(agent_source())
-
-
-def agent_argv(python: str, config: dict[str, object]) -> list[str]:
-    """The command line that starts the agent with ``python``: the bootstrap and the config, both small."""
-    return [python, "-u", "-c", BOOTSTRAP, json.dumps(config)]
-
-
-def agent_config(
-    limits: Limits, *, workdir: str, rlimits: dict[str, int], cores: list[int] | None = None,
-    user: tuple[int, int] | None = None, jail: dict[str, object] | None = None,
-) -> dict[str, object]:
-    """The agent's command-line config for ``limits``.
-
-    ``cores`` asks the agent to pin itself to those cores, for backends with no CPU quota.
-    ``user`` (uid, gid) is who code runs as, for backends that start the agent as root.
-    ``jail`` asks the agent to make its own namespaces first (see the agent's ``jail()``).
-    """
-    return {
-        "output_bytes": limits.output_bytes,
-        "exec_timeout": limits.exec_timeout,
-        "wall_seconds": limits.wall_seconds,
-        "workdir": workdir,
-        "rlimits": rlimits,
-        "cores": cores,
-        "user": user,
-        "jail": jail,
-    }
-
-
 class AgentSandbox:
-    """A sandbox whose agent answers on ``client``; the backend passes how to destroy it.
+    """A sandbox whose supervisor answers on ``client``; the backend passes how to destroy it.
 
     Attributes:
         id: The backend's name for it (a container id, a process id).
@@ -116,21 +49,21 @@ class AgentSandbox:
     """
 
     recyclable = False
-    """Whether :meth:`recycle` can wipe it: code runs as a uid of its own (so the agent can tell what
+    """Whether :meth:`recycle` can wipe it: code runs as a uid of its own (so the supervisor can tell what
     that uid left) in private IPC and mount namespaces. Set by the backend."""
 
-    def __init__(self, id: str, limits: Limits, client: AgentClient, destroy: Callable[[], None],
+    def __init__(self, id: str, limits: Limits, client: SupervisorClient, destroy: Callable[[], None],
                  lender: socket.socket | None = None) -> None:
         """
         Args:
             id: The backend's name for the sandbox.
             limits: What code inside may use.
-            client: Connected to the sandbox's agent.
+            client: Connected to the sandbox's supervisor.
             destroy: Blocking; frees everything the sandbox holds. Must not refer to the sandbox
                 object, since it also runs after the object is gone.
-            lender: The host's end of the socket the agent lends its Python session on (see
+            lender: The host's end of the socket the supervisor lends its Python session on (see
                 :mod:`~agentgym.sandboxes.lent`); None where there is none (a remote engine's
-                attach stream), and python calls then go through the agent.
+                attach stream), and python calls then go through the supervisor.
         """
         self.id = id
         self.limits = limits
@@ -199,8 +132,8 @@ class AgentSandbox:
         )
 
     async def _run_lent(self, code: str, seconds: float) -> PythonResult:
-        """``run_python`` on the session's own pipes (:mod:`~agentgym.sandboxes.lent`), the agent asked
-        only for a session and to restart one; the result is the same as through the agent."""
+        """``run_python`` on the session's own pipes (:mod:`~agentgym.sandboxes.lent`), the supervisor asked
+        only for a session and to restart one; the result is the same as through the supervisor."""
         async with self._python_lock:
             if self._closed:
                 raise SandboxError(f"sandbox {self.id} is closed")
@@ -235,7 +168,7 @@ class AgentSandbox:
         )
 
     async def _borrow(self, restart: str | None, seconds: float) -> tuple[str, str | None]:
-        """Take the session's pipes from the agent, which first kills the current session when ``restart``
+        """Take the session's pipes from the supervisor, which first kills the current session when ``restart``
         says why; what a python call says of the restart, and why no session could be started."""
         assert self.lender is not None
         reply = await self._call("session", 0.0, restart=restart, timeout=seconds)
@@ -244,11 +177,11 @@ class AgentSandbox:
         try:
             self._lent = self._take_lent()
         except OSError as e:
-            raise SandboxError(f"sandbox {self.id}: the agent lent no Python session: {e}") from e
+            raise SandboxError(f"sandbox {self.id}: the supervisor lent no Python session: {e}") from e
         return reply["note"] or "", None
 
     def _take_lent(self) -> lent.LentSession:
-        """The session the agent has just lent: its pipes wait on the lending socket.
+        """The session the supervisor has just lent: its pipes wait on the lending socket.
 
         Raises:
             OSError: They are not there.
@@ -277,11 +210,11 @@ class AgentSandbox:
 
     @property
     def connected(self) -> bool:
-        """Whether the agent's stream is still open and usable, without asking it anything."""
+        """Whether the supervisor's stream is still open and usable, without asking it anything."""
         return not self._closed and self.client.broken is None and self.client.protocol.lost is None
 
     async def is_alive(self) -> bool:
-        """Whether the agent answers a ping within two seconds; never raises."""
+        """Whether the supervisor answers a ping within two seconds; never raises."""
         if self._closed:
             return False
         try:
@@ -293,7 +226,7 @@ class AgentSandbox:
     async def recycle(self) -> AgentSandbox | None:
         """Wipe this (closed) sandbox back to fresh and return it as a new object, or None if it cannot be.
 
-        Fresh means what a new sandbox has, checked inside by the agent (its ``wipe`` op): no process
+        Fresh means what a new sandbox has, checked inside by the supervisor (its ``wipe`` op): no process
         of the code's user, no SysV IPC object, empty keyrings of that user, nothing in any writable
         mount but what was there at start, and a new Python session (forked from a warm parent, so
         the next call does not wait for an interpreter). The returned object is a new handle: whoever
@@ -411,7 +344,7 @@ class AgentSandbox:
         self._finalizer = weakref.finalize(self, _destroy_quietly, self.id, functools.partial(_then, destroy, after))
 
     async def _wait_ready(self) -> None:
-        """Wait for the agent's first answer; destroy the sandbox and raise if it never comes."""
+        """Wait for the supervisor's first answer; destroy the sandbox and raise if it never comes."""
         try:
             await self.client.call("ping", STARTUP_TIMEOUT)
         except (SandboxError, OSError) as e:

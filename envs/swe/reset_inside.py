@@ -5,9 +5,9 @@ put back: the bytes and times of git's own files (``.git/index``, ``.git/ORIG_HE
 under ``.git/logs``), every tracked file's access and modification times, and the state of every
 ignored path that was there at start (type, size, times, mode of everything under it).
 
-``restore REPO RECORD OUT AGENT``: after the episode's processes are dead and ``git reset`` ran, put
+``restore REPO RECORD OUT SUPERVISOR``: after the episode's processes are dead and ``git reset`` ran, put
 git's own files and the tracked files' times back as recorded, remove every SysV IPC object (the
-sandbox wipe's own ``remove_ipc``, from the agent's source at ``AGENT``), and write to ``OUT`` the
+sandbox wipe's own ``remove_ipc``, from the supervisor package written at ``SUPERVISOR``), and write to ``OUT`` the
 ignored paths' state now and what IPC objects are left, for the caller to compare.
 
 Nothing here trusts the repository: links are not followed, and only recorded paths are touched.
@@ -92,7 +92,7 @@ def record(repo: str, out: str, ignored: list[str]) -> None:
         json.dump(state, f)
 
 
-def restore(repo: str, record_path: str, out: str, agent_path: str) -> None:
+def restore(repo: str, record_path: str, out: str, package: str) -> None:
     with open(record_path) as f:
         state = json.load(f)
     for top in GIT_OWN:
@@ -112,10 +112,10 @@ def restore(repo: str, record_path: str, out: str, agent_path: str) -> None:
             os.utime(os.path.join(repo, rel), ns=(atime, mtime), follow_symlinks=False)
         except FileNotFoundError:
             pass
-    sys.path.insert(0, os.path.dirname(agent_path))
-    import agent  # type: ignore[import-not-found]  # the sandbox agent's source, written beside this file
+    sys.path.insert(0, os.path.dirname(package))
+    from supervisor.cleaner import remove_ipc  # type: ignore[import-not-found]  # written beside this file
 
-    left = agent.remove_ipc()
+    left = remove_ipc()
     with open(out, "w") as f:
         json.dump({"ignored": ignored_state(repo, state["ignored_paths"]), "ipc": left}, f)
 

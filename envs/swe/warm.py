@@ -40,9 +40,10 @@ from typing import Any
 
 from agentgym.errors import EnvError, SandboxError
 from agentgym.sandboxes import Limits, engine
+from agentgym.sandboxes.bootstrap import supervisor_sources
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.runtime import SandboxRuntime, current
-from agentgym.sandboxes.sandbox import AgentSandbox, agent_source
+from agentgym.sandboxes.sandbox import AgentSandbox
 
 from .tasks import REPO_DIR
 
@@ -111,8 +112,9 @@ async def _inside(sandbox: AgentSandbox, command: str, *args: str, record: str |
     extra = list(args)
     if record is not None:
         await sandbox.write_file(f"{folder}/record.json", record)
-        await sandbox.write_file(f"{folder}/agent.py", agent_source())
-        extra = [f"{folder}/record.json", f"{folder}/out.json", f"{folder}/agent.py"]
+        for name, source in supervisor_sources().items():  # the wipe's remove_ipc and what it imports
+            await sandbox.write_file(f"{folder}/supervisor/{name}.py", source)
+        extra = [f"{folder}/record.json", f"{folder}/out.json", f"{folder}/supervisor"]
     else:
         extra = [f"{folder}/out.json", *extra]
     quoted = " ".join(shlex.quote(a) for a in extra)

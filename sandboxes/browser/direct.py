@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
-from agentgym.sandboxes.agent.agent import read_available
 from agentgym.sandboxes.pipes import PipeWriter
+from agentgym.sandboxes.supervisor.wire import read_available
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page

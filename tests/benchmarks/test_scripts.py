@@ -83,10 +83,12 @@ def test_wipe_cost(tmp_path: Path) -> None:
 
 
 def test_episode_cost(tmp_path: Path) -> None:
-    # against an agent that is this one in another file (the A/B path, which must charge both alike), and
-    # with python calls through the agent
-    other = tmp_path / "agent.py"
-    other.write_text((REPO / "sandboxes" / "agent" / "agent.py").read_text())
+    # against a supervisor that is this one in another folder (the A/B path, which must charge both alike),
+    # and with python calls through the supervisor
+    other = tmp_path / "supervisor"
+    other.mkdir()
+    for module in (REPO / "sandboxes" / "supervisor").glob("*.py"):
+        (other / module.name).write_text(module.read_text())
     # 200 steps, not the script's 20: their cost must stand out of a loaded machine's noise in short windows
     # (20 print(1) calls cost about what the wipe's jitter does)
     result = run_quick("episode_cost", tmp_path, "--against", str(other), "--through-agent", "--steps", "0", "200")

@@ -15,7 +15,7 @@ ROOT = Path(agentgym.__file__).resolve().parent.parent
 
 def test_every_package_imports_from_the_same_tree() -> None:
     names = [m.name for m in pkgutil.walk_packages(agentgym.__path__, "agentgym.") if m.ispkg]
-    assert {"agentgym.envs", "agentgym.envs.code", "agentgym.sandboxes", "agentgym.sandboxes.agent"} <= set(names)
+    assert {"agentgym.envs", "agentgym.envs.code", "agentgym.sandboxes", "agentgym.sandboxes.supervisor"} <= set(names)
     for name in names:
         module = importlib.import_module(name)
         path = Path(module.__file__ or "").resolve()

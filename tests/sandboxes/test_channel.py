@@ -1,4 +1,4 @@
-"""The Docker backend's direct socket: private to the agent, gone with the container, and optional."""
+"""The Docker backend's direct socket: private to the supervisor, gone with the container, and optional."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import channel, docker, hosts, reaper
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.protocol import AgentProtocol
+from agentgym.sandboxes.protocol import SupervisorProtocol
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 from tests.sandboxes.test_leaks import dead_pid
@@ -40,12 +40,12 @@ async def test_requests_bypass_dockerd_and_code_cannot_reach_the_socket() -> Non
     async with await create("python", SMALL) as box:
         assert not box.client.protocol.multiplexed  # the direct socket, not the attach stream
         path = rundir(box)
-        assert os.listdir(path) == []  # the socket is unlinked once the agent is connected
+        assert os.listdir(path) == []  # the socket is unlinked once the supervisor is connected
         probe = await box.exec(f"ls -a {channel.MOUNT}; touch {channel.MOUNT}/x; mkdir {channel.MOUNT}/d")
         assert probe.exit_code != 0 and "Permission denied" in probe.stderr
         assert os.listdir(path) == []
         fds = await box.exec("ls -l /proc/self/fd/ /proc/$PPID/fd/")
-        assert "socket:" not in fds.stdout and "pipe:" in fds.stdout  # the agent's socket is not inherited
+        assert "socket:" not in fds.stdout and "pipe:" in fds.stdout  # the supervisor's socket is not inherited
     assert not present(path)
 
 
@@ -55,7 +55,7 @@ async def test_an_agent_that_cannot_connect_falls_back_to_the_attach_stream(
     class Misplaced(channel.Listener):
         def __init__(self) -> None:
             super().__init__()
-            os.rename(self.path, self.path + ".elsewhere")  # the agent finds no socket and exits
+            os.rename(self.path, self.path + ".elsewhere")  # the supervisor finds no socket and exits
             self.path += ".elsewhere"
 
     monkeypatch.setattr(channel, "Listener", Misplaced)
@@ -86,13 +86,13 @@ async def test_a_stranger_is_not_taken_for_the_agent() -> None:
 async def test_closing_the_direct_socket_ends_the_container() -> None:
     async with await create("python", SMALL) as box:
         protocol = box.client.protocol
-        assert isinstance(protocol, AgentProtocol)
-        box.client.transport.close()  # what the owner's death does: the agent reads end of input
+        assert isinstance(protocol, SupervisorProtocol)
+        box.client.transport.close()  # what the owner's death does: the supervisor reads end of input
         await asyncio.wait_for(protocol.closed, 60)
         assert not box.connected
         deadline = time.monotonic() + 60  # bounds on what must happen, wide enough for a loaded machine
         while docker.engine.client().api.containers(all=True, filters={"id": box.id}):
-            assert time.monotonic() < deadline, "the container outlived its agent"
+            assert time.monotonic() < deadline, "the container outlived its supervisor"
             await asyncio.sleep(0.2)
 
 

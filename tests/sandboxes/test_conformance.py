@@ -20,7 +20,7 @@ async def test_backend_meets_the_contract(backend: str, check: str) -> None:
 
 @pytest.mark.docker
 async def test_the_oldest_python_promised_meets_the_contract() -> None:
-    """The agent on the ``python-oldest`` image (Debian bullseye's Python 3.9): every check, one run."""
+    """The supervisor on the ``python-oldest`` image (Debian bullseye's Python 3.9): every check, one run."""
     docker_or_skip()
     assert await check_sandbox("docker", image="python-oldest") == list(SANDBOX_CHECKS)
 

@@ -12,10 +12,10 @@ import pytest
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import commit, engine, fork, reaper
-from agentgym.sandboxes.agent import agent
 from agentgym.sandboxes.local import create as create_local
 from agentgym.sandboxes.pool import SandboxPool, start
 from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervisor import copier
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 
@@ -198,11 +198,11 @@ async def test_when_one_fork_cannot_start_the_others_are_destroyed() -> None:
 
 def test_archive_names_stay_inside_the_places_a_sandbox_may_write() -> None:
     roots = ["/dev/shm", "/tmp", "/work"]
-    assert agent.destination("workdir/a/b.py", "/var/tmp/sb", roots) == "/var/tmp/sb/a/b.py"
-    assert agent.destination("root/tmp/x", "/work", roots) == "/tmp/x"
+    assert copier.destination("workdir/a/b.py", "/var/tmp/sb", roots) == "/var/tmp/sb/a/b.py"
+    assert copier.destination("root/tmp/x", "/work", roots) == "/tmp/x"
     for name in ("workdir/../etc/passwd", "root/etc/passwd", "root/tmpx/y", "workdir/", "other/x", "root/tmp/./x"):
         with pytest.raises(OSError):
-            agent.destination(name, "/work", roots)
+            copier.destination(name, "/work", roots)
 
 
 # ---------------------------------------------------------------------- Docker's container root

@@ -118,7 +118,7 @@ def on_engine(endpoint: Endpoint, container_id: str) -> bool:
 
 async def gone(endpoint: Endpoint, container_id: str) -> bool:
     """Whether the container leaves ``endpoint`` within 60 s. A closed sandbox's removal may still be under
-    way when close() returns (the engine's own AutoRemove, started as the agent exits); a loaded engine takes
+    way when close() returns (the engine's own AutoRemove, started as the supervisor exits); a loaded engine takes
     its time."""
     deadline = time.monotonic() + 60
     while on_engine(endpoint, container_id):
@@ -277,7 +277,7 @@ async def test_a_killed_owner_leaves_nothing_on_a_remote_engine(second: Engine) 
     assert container_id and on_engine(second.unix, container_id)
     owner.kill()
     await owner.wait()
-    # The TLS connection carrying the attach stream closed: the agent reads end of input and Docker removes it.
+    # The TLS connection carrying the attach stream closed: the supervisor reads end of input and Docker removes it.
     deadline = time.monotonic() + 60  # wide enough for a loaded machine
     while on_engine(second.unix, container_id):
         assert time.monotonic() < deadline, "the container outlived its owner"

@@ -72,7 +72,7 @@ async def test_sigkilled_owner_leaves_nothing() -> None:
     assert container_id and exists(container_id)
     owner.kill()
     await owner.wait()
-    # The owner's end of the attach socket closed: the agent reads EOF, exits, and Docker removes it.
+    # The owner's end of the attach socket closed: the supervisor reads EOF, exits, and Docker removes it.
     assert await gone_within(container_id, 15)
 
 

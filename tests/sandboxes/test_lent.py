@@ -1,5 +1,5 @@
 """Python calls on a lent session (agentgym.sandboxes.lent): the host talks to the session itself, the
-agent only starts and restarts sessions; what the session's code does to its own pipes is bounded."""
+supervisor only starts and restarts sessions; what the session's code does to its own pipes is bounded."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes.agent.agent import QUIET_WAIT, cut_traceback, parse_reply, plain_reply, reply_limit
 from agentgym.sandboxes.pool import SandboxPool
 from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervisor.wire import QUIET_WAIT, cut_traceback, parse_reply, plain_reply, reply_limit
 from tests.sandboxes.conftest import SMALL
 
 # The session's own reply pipe: the one write-only FIFO among its descriptors besides stdout and stderr.
@@ -29,7 +29,7 @@ def reply_pipe():
 
 
 def agent_requests(sandbox: AgentSandbox) -> int:
-    """How many requests the host has sent the agent so far."""
+    """How many requests the host has sent the supervisor so far."""
     return sandbox.client._next_id
 
 
@@ -45,10 +45,10 @@ async def test_python_calls_do_not_go_through_the_agent(sandbox: AgentSandbox) -
 
 @pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}", plain_reply(2),
                                     plain_reply(2) * 2, plain_reply(1)])
-@pytest.mark.parametrize("path", ["lent", "through the agent"])
+@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
 async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: AgentSandbox, forged: bytes,
                                                                   path: str) -> None:
-    if path == "through the agent":
+    if path == "through the supervisor":
         sandbox._drop_lent()
         sandbox.lender = None
     await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")  # call 1: the forged replies are call 2's
@@ -138,10 +138,10 @@ async def test_the_lent_pipes_are_not_inherited_by_what_this_process_starts(sand
         assert not os.get_inheritable(fd)
 
 
-@pytest.mark.parametrize("path", ["lent", "through the agent"])
+@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
 async def test_code_with_a_lone_surrogate_is_the_codes_own_error(sandbox: AgentSandbox, path: str) -> None:
     # JSON lets a model send "\ud800"; no Python can run it, and the session lives on either way
-    if path == "through the agent":
+    if path == "through the supervisor":
         sandbox._drop_lent()
         sandbox.lender = None
     await sandbox.run_python("kept = 5")
@@ -156,11 +156,11 @@ def frame(body):
 """
 
 
-@pytest.mark.parametrize("path", ["lent", "through the agent"])
+@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
 async def test_a_deeply_nested_reply_is_garbled_at_once(sandbox: AgentSandbox, path: str) -> None:
     """A well-formed JSON frame that nests past any parser's recursion ends the call as garbled at once
     (it used to raise RecursionError in the host's reader and hang the call until its timeout)."""
-    if path == "through the agent":
+    if path == "through the supervisor":
         sandbox._drop_lent()
         sandbox.lender = None
     await sandbox.run_python(FIND_REPLY_PIPE + FRAME)

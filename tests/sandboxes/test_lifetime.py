@@ -1,4 +1,4 @@
-"""A sandbox's life is bounded on the host side too: a wall-time limit ends it, and an agent that
+"""A sandbox's life is bounded on the host side too: a wall-time limit ends it, and a supervisor that
 stops answering turns into an error instead of a hang."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ async def test_wall_time_ends_the_sandbox(backend: str) -> None:
 
 
 def freeze(box: AgentSandbox) -> None:
-    """Stop the agent without killing it: the worst case for a caller waiting on an answer."""
+    """Stop the supervisor without killing it: the worst case for a caller waiting on an answer."""
     if isinstance(box, DockerSandbox):
         engine.client().api.pause(box.id)
         return
@@ -69,6 +69,6 @@ async def test_hung_agent_times_out_instead_of_hanging(sandbox: AgentSandbox) ->
     started = time.monotonic()
     with pytest.raises(SandboxTimeout, match="no answer"):
         await sandbox.exec("true", timeout=1)
-    assert time.monotonic() - started < 1 + GRACE_SECONDS + 30  # a frozen agent never answers: any bound tells
+    assert time.monotonic() - started < 1 + GRACE_SECONDS + 30  # a frozen supervisor never answers: any bound tells
     assert not await sandbox.is_alive()
     await sandbox.close()

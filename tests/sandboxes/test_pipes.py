@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agentgym.sandboxes.agent.agent import read_available
 from agentgym.sandboxes.pipes import PipeWriter
+from agentgym.sandboxes.supervisor.wire import read_available
 
 
 def pipe() -> tuple[int, int]:

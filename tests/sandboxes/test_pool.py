@@ -78,7 +78,7 @@ async def test_dead_spares_are_not_handed_out() -> None:
     dead = list(pool._ready)
     for spare in dead:
         spare.proc.kill()  # type: ignore[attr-defined]
-    await asyncio.sleep(0.3)  # the agents' streams close
+    await asyncio.sleep(0.3)  # the supervisors' streams close
     box = await pool.acquire()
     try:
         assert box.id not in {d.id for d in dead}

@@ -1,4 +1,4 @@
-"""The host side of the agent protocol under pressure: concurrent callers, cancelled calls."""
+"""The host side of the supervisor protocol under pressure: concurrent callers, cancelled calls."""
 
 from __future__ import annotations
 
@@ -20,6 +20,6 @@ async def test_a_cancelled_call_does_not_answer_the_next_one(sandbox: AgentSandb
     slow = asyncio.ensure_future(sandbox.exec("sleep 1; echo slow"))
     await asyncio.sleep(0.2)
     slow.cancel()
-    after = await sandbox.exec("echo next")  # queued behind the slow one inside the agent
+    after = await sandbox.exec("echo next")  # queued behind the slow one inside the supervisor
     assert after.stdout == "next\n"
     assert (await sandbox.run_python("print('and again')")).output == "and again\n"

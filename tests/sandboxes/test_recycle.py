@@ -76,7 +76,7 @@ async def test_a_dead_sandbox_is_destroyed_not_recycled(backend: str) -> None:
     pool = SandboxPool(backend, "python", SMALL, size=1)
     try:
         box = await pool.acquire()
-        box.client.close()  # as if the agent's stream broke
+        box.client.close()  # as if the supervisor's stream broke
         await box.close()
         await asyncio.sleep(0.5)
         assert all(s.id != box.id for s in pool._ready)

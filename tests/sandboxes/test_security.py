@@ -170,13 +170,13 @@ async def test_no_docker_socket_and_no_root(sandbox: AgentSandbox) -> None:
 
 
 async def test_code_cannot_kill_the_agent(backend: str) -> None:
-    """Code runs as another uid than the agent, so even ``kill -9 -1`` leaves it standing.
+    """Code runs as another uid than the supervisor, so even ``kill -9 -1`` leaves it standing.
 
     (A local sandbox started by a non-root user cannot switch uids in its unprivileged jail: there
     such code ends the sandbox, and the next call raises ``SandboxError``.)
     """
     if backend == "local" and os.geteuid() != 0:
-        pytest.skip("the local backend keeps code and agent apart only when agentgym runs as root")
+        pytest.skip("the local backend keeps code and supervisor apart only when agentgym runs as root")
     async with await start(backend, "python", SMALL) as box:
         await box.exec("kill -9 -1")
         await box.run_python("import os\nfor pid in (1, os.getppid()):\n    os.kill(pid, 9)")

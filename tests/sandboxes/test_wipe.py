@@ -33,7 +33,7 @@ def use(flavour: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local", "local-namespaces"])
 def backend_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Docker; local under bubblewrap; local under the agent's own namespaces (bubblewrap hidden)."""
+    """Docker; local under bubblewrap; local under the supervisor's own namespaces (bubblewrap hidden)."""
     return use(request.param, monkeypatch)
 
 
@@ -179,7 +179,7 @@ print(outcomes)
 async def test_code_cannot_use_keyrings(pool: SandboxPool) -> None:
     """Keys could outlive the code's processes (a uid's persistent keyring lasts days), so code gets
     none: every keyring call fails with EPERM, on every backend (Docker's default profile and the
-    agent's own seccomp filter)."""
+    supervisor's own seccomp filter)."""
     box = await pool.acquire()
     try:
         assert (await box.run_python(USE_KEYRINGS)).output == "[(-1, 1), (-1, 1), (-1, 1), (-1, 1)]\n"
