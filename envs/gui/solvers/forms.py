@@ -191,10 +191,10 @@ def sign_agreement(page: Page) -> Action:
     """Scroll the agreement until the form is enabled, then sign with the name and press the button named.
 
     The page enables the name field and the Agree button once its text area is scrolled to the end,
-    and the DOM text does not say how far it is (a wheel scroll is animated, and the page hears of
-    it on a later frame): so scroll, click the name field, and scroll again while the click leaves
-    it unfocused (a disabled field takes no focus). "Click the cancel button." needs no scrolling
-    (Cancel is never disabled); its wrong play presses Agree, once that is enabled.
+    and the DOM text says neither how long the text is (150 to 300 words: two scrolls of 1000 px do
+    not always reach the end) nor how far it is scrolled: so scroll, click the name field, and scroll
+    again while the click leaves it unfocused (a disabled field takes no focus). "Click the cancel
+    button." needs no scrolling (Cancel is never disabled); its wrong play presses Agree, once enabled.
     """
     cancel_only = '"' not in page.instruction
     if cancel_only and not page.wrong:
