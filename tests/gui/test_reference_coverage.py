@@ -13,6 +13,10 @@ from ..evaluation.helpers import run_cli
 
 SEEDS = 2
 MIN_COVERED = 60
+ONCE_FAILED = "click-pie,click-tab-2-medium,email-inbox-delete,sign-agreement,terminal,use-autocomplete"
+"""Tasks whose solvers held on seeds 100-101 and not on others (a wait that raced the page's timer or
+animation, two scrolls where a long text needs three, a wrong play that could win): held to eight seeds
+more, starting where they failed."""
 
 
 @pytest.mark.docker
@@ -29,6 +33,19 @@ async def test_the_reference_solves_every_task_it_covers_and_a_wrong_play_of_eac
     won_wrong = {t.task: t.wrong for t in tasks.values() if max(t.wrong) >= 1}
     assert not won_wrong, won_wrong
     assert all(len(t.reference) == len(t.wrong) == SEEDS for t in tasks.values())
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+async def test_the_solvers_that_failed_off_the_ci_seeds_hold_on_eight_more_seeds(gui_backend):
+    tasks = await measure(ONCE_FAILED, samples=8, seed=300, sandbox=gui_backend, concurrency=4)
+    assert set(tasks) == set(ONCE_FAILED.split(","))
+    assert not [t.errors for t in tasks.values() if t.errors]
+    unsolved = {t.task: t.reference for t in tasks.values() if min(t.reference) < 1}
+    assert not unsolved, unsolved
+    won_wrong = {t.task: t.wrong for t in tasks.values() if max(t.wrong) >= 1}
+    assert not won_wrong, won_wrong
 
 
 @pytest.mark.docker

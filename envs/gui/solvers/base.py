@@ -144,12 +144,6 @@ def click(node: Node) -> Action:
     return "click_element", {"ref": node.ref}
 
 
-def click_at(node: Node) -> Action:
-    """A mouse click on the middle of ``node`` (for widgets that follow the mouse: the pointer moves there first)."""
-    x, y = node.center
-    return "click", {"x": x, "y": y}
-
-
 WAIT: Action = ("scroll", {"dx": 0, "dy": 0, "x": 1, "y": 1})
 """An action that changes nothing: the page gets a turn's time and a frame to move on (an animation).
 The mouse goes to the top left corner (the instruction), so it hovers over nothing that reacts to it

@@ -38,11 +38,18 @@ def click_tab(page: Page) -> Action:
 
 
 @solves("click-tab-2", "click-tab-2-easy", "click-tab-2-medium", "click-tab-2-hard")
-def click_tab_2(page: Page) -> Action:
-    """Open tab after tab until the link shows, then click it."""
+def click_tab_2(page: Page) -> Action | None:
+    """Open tab after tab until the link shows, then click it.
+
+    A wrong play clicks another link when one shows and otherwise gives up: it opens no tab, since
+    opening one can itself be the answer (click-tab-2-medium empties its second tab, and when the
+    named link was only there, the page rewards opening that tab).
+    """
     try:
         return click(page.one("span", page.quoted()))
     except LookupError:
+        if page.wrong:
+            return None
         tabs = [n for n in page.dom if n.tag == "a" and "ui-tabs-anchor" in n.classes and not page.clicked(n)]
         return click(tabs[0])
 

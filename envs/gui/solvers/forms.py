@@ -6,11 +6,9 @@ import re
 
 from agentgym.envs.gui.observe import Node
 from agentgym.envs.gui.solvers.base import (
-    WAIT,
     Action,
     Page,
     click,
-    click_at,
     fill,
     fill_then_submit,
     inputs,
@@ -130,18 +128,35 @@ def form_sequence_2(page: Page) -> Action:
 
 @solves("use-autocomplete", "use-autocomplete-nodelay")
 def use_autocomplete(page: Page) -> Action:
-    """Type the start, wait for the suggestions, pick the one with the right end, submit."""
+    """Type the start, open the suggestions, enter the one with the right end, submit.
+
+    ArrowDown opens the suggestions at once: typing opens them only after the page's delay (300 ms
+    on use-autocomplete), which a few quick turns can all fall inside. The suggestion is typed in
+    full rather than clicked: the list may run below the task area, and a click picks the item the
+    menu has active (the one under the mouse or the keyboard's), not always the one clicked.
+    """
     start = page.quoted(0)
     end = page.quoted(1) if page.instruction.count('"') >= 4 else ""
     field = page.by_id("tags")
-    if not str(field.value).startswith(start) or not page.count("type"):
-        return fill(page, field, start) or WAIT
-    suggestions = [n for n in page.dom if "ui-menu-item-wrapper" in n.classes]
-    if str(field.value) == start:
-        if not suggestions:
-            return WAIT
-        return click_at(page.choose(suggestions, lambda n: n.text.startswith(start) and n.text.endswith(end)))
-    return click(submit_button(page))
+    suggested = last_suggestions(page)
+    if suggested:
+        fitting = [text for text in suggested if text.startswith(start) and text.endswith(end)]
+        others = [text for text in suggested if text not in fitting]
+        if page.wrong:  # another suggestion, or when all fit, a text that is none of them
+            pick = others[0] if others else page.text(fitting[0])
+        else:
+            pick = fitting[0]
+        return fill(page, field, pick) or click(submit_button(page))
+    return fill(page, field, start) or press("ArrowDown")
+
+
+def last_suggestions(page: Page) -> list[str]:
+    """The suggestions of the latest page that showed any (they stay found once the list closes)."""
+    for dom in (page.dom, *reversed(page.earlier)):
+        shown = [n.text for n in dom if "ui-menu-item-wrapper" in n.classes]
+        if shown:
+            return shown
+    return []
 
 
 @solves("use-spinner")
@@ -173,14 +188,26 @@ def form_sequence_3(page: Page) -> Action:
 
 @solves("sign-agreement")
 def sign_agreement(page: Page) -> Action:
-    """Scroll the agreement to its end (which enables the form), then sign with the name and press the button."""
-    text = page.by_id("text-area")
-    if page.count("scroll") < 2:
-        x, y = text.center
+    """Scroll the agreement until the form is enabled, then sign with the name and press the button named.
+
+    The page enables the name field and the Agree button once its text area is scrolled to the end,
+    and the DOM text says neither how long the text is (150 to 300 words: two scrolls of 1000 px do
+    not always reach the end) nor how far it is scrolled: so scroll, click the name field, and scroll
+    again while the click leaves it unfocused (a disabled field takes no focus). "Click the cancel
+    button." needs no scrolling (Cancel is never disabled); its wrong play presses Agree, once enabled.
+    """
+    cancel_only = '"' not in page.instruction
+    if cancel_only and not page.wrong:
+        return click(page.exact("button", "Cancel"))
+    name = page.by_id("name")
+    if not name.focused and not name.value:  # not known to be enabled yet
+        if page.history[-1:] and page.history[-1][0] == "scroll":
+            return click(name)
+        x, y = page.by_id("text-area").center
         return "scroll", {"dx": 0, "dy": 1000, "x": x, "y": y}
-    if '"' not in page.instruction:  # "Click the cancel button."
-        return click(page.one("button", "Cancel"))
-    return fill_then_submit(page, [(page.by_id("name"), page.quoted(0))], page.exact("button", page.quoted(1)))
+    if cancel_only:
+        return click(page.exact("button", "Agree"))
+    return fill_then_submit(page, [(name, page.quoted(0))], page.exact("button", page.quoted(1)))
 
 
 SLIDER_KEYS = {"ArrowRight": 1, "ArrowLeft": -1, "PageUp": 4, "PageDown": -4}

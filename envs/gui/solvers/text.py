@@ -35,7 +35,10 @@ def find_word(page: Page) -> Action:
 
 @solves("terminal")
 def terminal(page: Page) -> Action:
-    """List the files (``ls``), then remove one with the extension asked for (``rm``)."""
+    """List the files (``ls``), then remove one with the extension asked for (``rm``).
+
+    Any file with the extension wins (there may be two), so a wrong play removes one without it.
+    """
     prompt = page.by_id("terminal-target")
     if not prompt.focused:
         return click(prompt)
@@ -44,9 +47,17 @@ def terminal(page: Page) -> Action:
             return "type", {"text": "ls"}
         files = [n for n in page.dom if "output" in n.classes][-1].text.split()
         extension = re.search(r"extension \.(\S+)", page.instruction)
-        fits = [f for f in files if (f.endswith("." + extension[1]) if extension else "." not in f)]
-        return "type", {"text": f"rm {page.choose(files, lambda f: f == fits[0])}"}
+        return "type", {"text": f"rm {page.choose(files, lambda f: removable(f, extension, page.wrong))}"}
     return press("Enter")
+
+
+def removable(file: str, extension: re.Match[str] | None, wrong: bool) -> bool:
+    """Whether ``file`` has the extension (``None``: has none). With ``wrong``, by the page's looser test (the
+    name ends with the extension's letters), so that the wrong play's pick, a file this does not hold for,
+    fails the page's test too."""
+    if extension is None:
+        return "." not in file
+    return file.endswith(extension[1]) if wrong else file.endswith("." + extension[1])
 
 
 @solves("text-transform")
