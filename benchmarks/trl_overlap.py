@@ -65,20 +65,25 @@ class DelayedColours(ColourEnv):
 
 
 class StepClock(TrainerCallback):  # type: ignore[misc]
-    """Each step's wall time (start to start, so waiting on an early batch counts) and env time."""
+    """Each step's wall time (start to start, so waiting on an early batch counts), and the env's and
+    generation's seconds in it (in the overlap arm, those of the batch playing in the background)."""
 
-    def __init__(self) -> None:
-        self.marks: list[tuple[float, float]] = []
+    def __init__(self, rollout: Any) -> None:
+        self.rollout = rollout
+        self.marks: list[tuple[float, float, float]] = []
+
+    def _mark(self) -> None:
+        self.marks.append((time.perf_counter(), env_seconds(), self.rollout.generation_seconds))
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.marks.append((time.perf_counter(), env_seconds()))
+        self._mark()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.marks.append((time.perf_counter(), env_seconds()))
+        self._mark()
 
     def steps(self) -> list[dict[str, float]]:
         pairs = zip(self.marks, self.marks[1:], strict=False)
-        return [{"wall": b[0] - a[0], "env": b[1] - a[1]} for a, b in pairs]
+        return [{"wall": b[0] - a[0], "env": b[1] - a[1], "generation": b[2] - a[2]} for a, b in pairs]
 
 
 def source(env: str, delay: float) -> tuple[Any, list[Task]]:
@@ -95,7 +100,7 @@ def source(env: str, delay: float) -> tuple[Any, list[Task]]:
 def run(model: Any, tokenizer: Any, env: Any, tasks: list[Task], args: argparse.Namespace,
         max_staleness: int) -> dict[str, Any]:
     spec = rollout_spec(env, tasks, repeat=1000)
-    clock = StepClock()
+    clock = StepClock(spec.rollout_func)
     with tempfile.TemporaryDirectory() as out:
         config = GRPOConfig(
             output_dir=out, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
@@ -111,6 +116,7 @@ def run(model: Any, tokenizer: Any, env: Any, tasks: list[Task], args: argparse.
     return {
         "step_seconds": [s["wall"] for s in kept],
         "env_seconds_per_step": [s["env"] for s in kept],
+        "generation_seconds_per_step": [s["generation"] for s in kept],
         "staleness": list(trainer.rollout_staleness),
         "wait_seconds": waits,
     }
@@ -125,13 +131,20 @@ def main() -> None:
     parser.add_argument("--max-completion-length", type=int, default=64)
     run_options(parser, "trl_overlap", repeat=3, quick="2 steps, 1 run per arm")
     args = parser.parse_args()
+    info = run_info()  # the load at the start
     if args.quick:
         args.steps, args.repeat = 2, 1
-    model, tokenizer = tiny_agent("toy", say_examples(), steps=300, hidden_size=args.hidden)
+    import torch
+
+    # One thread per op: on a shared 2-core machine a second one mostly waits (as in tests/trl), and
+    # the overlap arm runs two threads of work already.
+    torch.set_num_threads(1)
+    model, tokenizer = tiny_agent("toy", say_examples(), steps=150, hidden_size=args.hidden)
     env, tasks = source(args.env, args.delay)
     arms: dict[str, list[dict[str, Any]]] = {"sync": [], "overlap": []}
-    for _ in range(args.repeat):
-        for name, staleness in (("sync", 0), ("overlap", 1)):
+    order = [("sync", 0), ("overlap", 1)]
+    for repeat in range(args.repeat):  # ABBA...: neither arm always runs first
+        for name, staleness in order if repeat % 2 == 0 else order[::-1]:
             arms[name].append(run(model, tokenizer, env, tasks, args, staleness))
             print(name, fmt(spread(arms[name][-1]["step_seconds"]), "{:.2f}"), flush=True)
     summary: dict[str, Any] = {}
@@ -140,6 +153,7 @@ def main() -> None:
         summary[name] = {
             "step_seconds": spread(steps),
             "env_seconds_per_step": spread([s for r in runs for s in r["env_seconds_per_step"]]),
+            "generation_seconds_per_step": spread([s for r in runs for s in r["generation_seconds_per_step"]]),
             "staleness_max": max((s for r in runs for s in r["staleness"]), default=0),
         }
     waits = [w for r in arms["overlap"] for w in r["wait_seconds"]]
@@ -151,7 +165,7 @@ def main() -> None:
     env_desc = (f"toy env, every reset and step waits {args.delay} s" if args.env == "delayed"
                 else "code env, local sandbox backend, 4 HumanEval tasks")
     save_results({
-        "run": run_info(), "args": run_args(args), "env": env_desc,
+        "run": info, "args": run_args(args), "env": env_desc,
         "model": f"tiny Qwen3 (2 layers, hidden {args.hidden}), warm-started on the toy env's call format",
         "batch": f"16 completions (2 prompts x 8 generations), max_completion_length {args.max_completion_length}",
         "summary": summary, "runs": arms,
