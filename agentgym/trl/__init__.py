@@ -8,7 +8,9 @@ Two paths, both giving the trainer the env's reward and logging the env's metric
   :class:`EnvGRPOTrainer` runs a batch's tool calls concurrently (``GRPOTrainer`` runs them one by one).
 - :func:`rollout_spec` (``rollout_func``): agentgym runs the loop with the trainer's model, parses calls
   with agentgym's own parser, masks env tokens out of the loss, and hands per-turn rewards on, which
-  :class:`TurnCreditGRPOTrainer` turns into per-token advantages.
+  :class:`TurnCreditGRPOTrainer` turns into per-token advantages. :class:`OverlapGRPOTrainer`
+  (``max_staleness=1``) plays the next batch's episodes while the trainer updates on this one
+  (:mod:`agentgym.trl.overlap`).
 
 Importing this package does not import TRL or torch; the functions that need them import them.
 """
@@ -34,6 +36,7 @@ __all__ = [
     "EnvGRPOTrainer",
     "EnvRollout",
     "EnvironmentSpec",
+    "OverlapGRPOTrainer",
     "RolloutSpec",
     "TurnCreditGRPOTrainer",
     "env_reward_func",
@@ -53,6 +56,10 @@ def __getattr__(name: str) -> Any:
         from agentgym.trl import credit
 
         return credit.TurnCreditGRPOTrainer
+    if name == "OverlapGRPOTrainer":
+        from agentgym.trl import overlap
+
+        return overlap.OverlapGRPOTrainer
     if name == "EnvGRPOTrainer":
         from agentgym.trl import trainer
 

@@ -130,6 +130,7 @@ def tiny_agent(
     steps: int = 150,
     seed: int = 0,
     on_step: Callable[[int, float], None] | None = None,
+    hidden_size: int = 64,
 ) -> tuple[Any, Any]:
     """A tiny model and tokenizer for an env, warm-started on ``examples`` so that it calls tools.
 
@@ -142,6 +143,7 @@ def tiny_agent(
         source: The env (id, class or factory), for its tool schemas.
         examples: (prompt messages, assistant reply) pairs in chat-template form.
         on_step: Called after each warm-start step with the step number and its loss.
+        hidden_size: The model's width (:func:`tiny_model`).
     """
     from transformers.utils.chat_template_utils import get_json_schema, render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
@@ -162,6 +164,6 @@ def tiny_agent(
         )
         corpus += rendered
     tokenizer = tiny_tokenizer(corpus * 20)
-    model = tiny_model(tokenizer, seed=seed)
+    model = tiny_model(tokenizer, hidden_size=hidden_size, seed=seed)
     warm_start(model, tokenizer, examples, tool_sets=tool_sets, steps=steps, seed=seed, on_step=on_step)
     return model, tokenizer

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
+import time
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -171,6 +174,48 @@ class Sleepy(Env):
             colour: One of red, green or blue.
         """
         await self.flight.hold("say", 0.5)
+        return f"You said {colour}."
+
+
+class EnvClock:
+    """When each timed env call began and ended (``perf_counter`` seconds), and which env made it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, str, float, float]] = []  # (env serial, kind, start, end)
+        self.serials = itertools.count()
+
+    async def hold(self, serial: int, kind: str, seconds: float) -> None:
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        self.calls.append((serial, kind, start, time.perf_counter()))
+
+
+class Timed(Env):
+    """Every reset and ``say`` takes :attr:`delay` s (a sandbox's work) and is recorded in :attr:`clock`.
+
+    Envs are numbered in the order they are made, so a batch's envs have consecutive numbers.
+    """
+
+    max_turns = 2
+    delay = 0.4
+    clock = EnvClock()
+    verifier = said_blue
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.serial = next(self.clock.serials)
+
+    async def setup(self, task: Task) -> None:
+        await self.clock.hold(self.serial, "reset", self.delay)
+
+    @tool(final=True)
+    async def say(self, colour: str) -> str:
+        """Say a colour and end the episode.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        await self.clock.hold(self.serial, "say", self.delay)
         return f"You said {colour}."
 
 
