@@ -5,7 +5,7 @@
 either makes a new image and an unchanged pair is built once. When a registry answers, the image is
 the recipe's public ``base_image`` pulled and re-tagged; when none does (air-gapped CI), it is a
 Debian root filesystem made by ``debootstrap --variant=minbase`` and loaded with ``docker import``.
-Both give the python recipe's ``python3`` on the ``PATH``, runnable by any uid: all the in-sandbox supervisor needs.
+Both give the python recipe's ``python3`` on the ``PATH``, runnable by any uid: all the in-sandbox agent needs.
 A recipe's ``apt_packages`` are installed after debootstrap with ``apt-get`` in the chroot, from the
 suite, its updates and its security suite: packages whose maintainer scripts debootstrap cannot run
 (Chromium's dependencies: dconf) or that need security updates (Chromium) come that way.
