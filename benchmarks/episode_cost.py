@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cpu_accounting import comm, own_cpu, process_cpu, process_faults, tree
-from results_file import run_args, run_info, run_options, save_results
+from results_file import portable, run_args, run_info, run_options, save_results
 from stats import fmt, summarize
 
 import agentgym
@@ -140,7 +140,7 @@ async def level(steps: int, args: argparse.Namespace, other: tuple[bytes, bool] 
     those rows too, their windows interleaved."""
     arms = {"this checkout": (None, False)}
     if other is not None:  # an agent from before lent sessions answers python calls itself
-        arms[args.against] = (other[0], not other[1])
+        arms[portable(args.against)] = (other[0], not other[1])  # by name: no path of this machine
     if args.through_agent:
         arms["this checkout, python calls through the agent"] = (None, True)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
