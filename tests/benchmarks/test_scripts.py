@@ -189,3 +189,15 @@ def test_swe_synthesis(tmp_path: Path) -> None:
     assert (row["package"], row["tasks"]) == ("toolz", 1)
     assert row["mutants_tried"] >= 1 and row["tasks_per_minute"] > 0 and row["seconds_per_mutant"] > 0
     assert len(row["fail_to_pass_per_task"]) == 1 and row["fail_to_pass_per_task"][0] >= 1
+
+
+def test_before_after(tmp_path: Path) -> None:
+    """The same checkout as both arms: every figure is read from both, and each ratio is one of a round."""
+    result = run_quick("before_after", tmp_path, "--versions", f"{REPO},{REPO}")
+    assert result["versions"] == [REPO.name, REPO.name]
+    figures = {row["figure"]: row for row in result["rows"]}
+    assert {f"{backend} x{n} cpu_ms_per_wipe" for backend in ("docker", "local") for n in (1, 8)} <= set(figures)
+    for row in figures.values():
+        assert row["benchmark"] == "wipe" and row["kind"] == "cost"
+        assert is_spread(row["old"]) and is_spread(row["new"]) and is_spread(row["new_over_old"])
+        assert row["new_over_old"]["median"] == row["new"]["median"] / row["old"]["median"]  # one round
