@@ -92,7 +92,7 @@ def test_episode_cost(tmp_path: Path) -> None:
     # 200 steps, not the script's 20: their cost must stand out of a loaded machine's noise in short windows
     # (20 print(1) calls cost about what the wipe's jitter does)
     result = run_quick("episode_cost", tmp_path, "--against", str(other), "--through-agent", "--steps", "0", "200")
-    arms = ("this checkout", str(other), "this checkout, python calls through the agent")
+    arms = ("this checkout", other.name, "this checkout, python calls through the agent")  # by name, not path
     assert {(r["steps"], r["agent"]) for r in result["levels"]} == {(n, a) for n in (0, 200) for a in arms}
     by_arm = {}
     for agent in arms:
