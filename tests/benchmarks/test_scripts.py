@@ -7,9 +7,6 @@ timing targets live in the scripts' output, not in tests.
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,10 +14,11 @@ from typing import Any
 import pytest
 
 from agentgym.sandboxes import engine
+from tests.benchmarks.scripts import BENCHMARKS, run_script
 from tests.conftest import docker_or_skip
 
 REPO = Path(__file__).parents[2]
-BENCHMARKS = REPO / "benchmarks"
+
 
 def _peer_harness() -> ModuleType:
     """``benchmarks/peer_harness.py``: where the script looks for the OpenEnv harness, so the test looks there too."""
@@ -39,10 +37,7 @@ pytestmark = pytest.mark.docker
 
 def run_quick(script: str, tmp_path: Path, *args: str) -> dict[str, Any]:
     docker_or_skip()
-    out = tmp_path / f"{script}.json"
-    subprocess.run([sys.executable, str(BENCHMARKS / f"{script}.py"), "--quick", "--out", str(out), *args],
-                   check=True, timeout=600, capture_output=True)
-    return json.loads(out.read_text())
+    return run_script(script, tmp_path / f"{script}.json", "--quick", *args)
 
 
 def is_spread(value: Any) -> bool:

@@ -5,14 +5,11 @@ It checks what the script writes, never a timing (the docs quote the full run's 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+from tests.benchmarks.scripts import run_script
 
 #: The tiny model's warm start and four short training runs: minutes on a loaded 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -20,11 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 def test_trl_overlap_quick_measures_both_arms(tmp_path: Path) -> None:
     pytest.importorskip("trl")
-    out = tmp_path / "trl_overlap.json"
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "trl_overlap.py"), "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = run_script("trl_overlap", tmp_path / "trl_overlap.json", "--quick", timeout=1800)
     summary = result["summary"]
     assert summary["sync"]["staleness_max"] == 0 and summary["overlap"]["staleness_max"] == 1
     for arm in ("sync", "overlap"):
