@@ -30,6 +30,7 @@ from agentgym.types import (
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
+    from agentgym.sandboxes.base import Sandbox
     from agentgym.sandboxes.runtime import SandboxRuntime
 
 
@@ -210,7 +211,7 @@ class Env:
             self.max_turns = max_turns  # type: ignore[misc]
         self.sandbox_backend = sandbox_backend
         self.runtime = runtime
-        self.sandbox: Any = None
+        self._sandbox: Sandbox | None = None
         self._verifier = verifier
         self.user = user
         self.feedback = feedback
@@ -483,7 +484,7 @@ class Env:
         self._done = False
         turn.observation.extend(more)
         info["attempt_reward"] = reward.value
-        if self.sandbox_image is not None and self.sandbox is None:
+        if self.sandbox_image is not None and not self.has_sandbox:
             await self._acquire_sandbox()  # the verifier's final_state may have given it back
         return True
 
@@ -544,6 +545,30 @@ class Env:
 
         return self.runtime or current()
 
+    @property
+    def sandbox(self) -> Sandbox:
+        """The current episode's live sandbox: taken on ``reset`` when :attr:`sandbox_image` is set.
+
+        Raises:
+            EnvError: There is none: this env sets no :attr:`sandbox_image`, no episode is running,
+                or the env gave it back (:meth:`release_sandbox`, e.g. before its verifier ran).
+        """
+        if self._sandbox is None:
+            why = ("sets no sandbox_image" if self.sandbox_image is None
+                   else "holds no sandbox now: call reset(), or the episode gave it back")
+            raise EnvError(f"{type(self).__name__} {why}")
+        return self._sandbox
+
+    @sandbox.setter
+    def sandbox(self, sandbox: Sandbox | None) -> None:
+        """For a subclass that takes its sandbox elsewhere (the SWE env's kept containers); ``None`` drops it."""
+        self._sandbox = sandbox
+
+    @property
+    def has_sandbox(self) -> bool:
+        """Whether the env holds a live sandbox now (:attr:`sandbox` would not raise)."""
+        return self._sandbox is not None
+
     async def _acquire_sandbox(self) -> None:
         from agentgym.sandboxes import acquire
 
@@ -557,9 +582,9 @@ class Env:
         For an env that is done with it early, e.g. before scoring in a fresh sandbox, so that a
         busy run holds one sandbox per episode instead of two.
         """
-        if self.sandbox is None:
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is None:
             return
-        sandbox, self.sandbox = self.sandbox, None
         if self.trajectory is not None:
             self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
         await sandbox.close()

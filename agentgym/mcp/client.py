@@ -19,12 +19,15 @@ import asyncio
 import json
 import logging
 import shlex
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agentgym.errors import EnvError, ToolError
 from agentgym.types import ContentPart, ImagePart, TextPart, ToolSpec
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.base import Sandbox
 
 CONNECT_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 30.0
@@ -145,7 +148,7 @@ class MCPConnection:
         call_timeout: Seconds one ``tools/call`` may take.
     """
 
-    def __init__(self, spec: ServerSpec, *, sandbox: Any = None, call_timeout: float = 300.0) -> None:
+    def __init__(self, spec: ServerSpec, *, sandbox: Sandbox | None = None, call_timeout: float = 300.0) -> None:
         if isinstance(spec, SandboxServer) and sandbox is None:
             raise EnvError("an MCP server that runs in the sandbox needs the env's sandbox")
         self.spec = spec
@@ -173,6 +176,7 @@ class MCPConnection:
                                          cwd=spec.cwd)
         from agentgym.mcp.sandbox_stdio import sandbox_stdio_client
 
+        assert self.sandbox is not None  # the constructor refuses a SandboxServer without one
         return sandbox_stdio_client(self.sandbox, spec.command, cwd=spec.cwd, env=spec.env)
 
     async def connect(self, timeout: float = CONNECT_TIMEOUT) -> list[Any]:
@@ -182,6 +186,7 @@ class MCPConnection:
             EnvError: The server did not start or answer within ``timeout`` seconds.
         """
         if isinstance(self.spec, SandboxServer):
+            assert self.sandbox is not None  # the constructor refuses a SandboxServer without one
             for path, text in self.spec.files.items():
                 await self.sandbox.write_file(path, text)
         ready: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()

@@ -26,9 +26,12 @@ import shlex
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+
+if TYPE_CHECKING:
+    from agentgym.sandboxes.base import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ def start_script(root: str, command: Sequence[str], cwd: str | None, env: dict[s
 
 @asynccontextmanager
 async def sandbox_stdio_client(
-    sandbox: Any, command: Sequence[str], *, cwd: str | None = None, env: dict[str, str] | None = None
+    sandbox: Sandbox, command: Sequence[str], *, cwd: str | None = None, env: dict[str, str] | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``command`` in ``sandbox`` and yield the ``(read, write)`` streams an MCP client needs.
 

@@ -176,7 +176,7 @@ async def check_env(
                             f"{against}: the verifier cannot tell a solution from a non-solution")
     handed = tracker.handed if tracker is not None else []
     leaked = [s for s in handed if not s.closed]
-    if leaked or instance.sandbox is not None:
+    if leaked or instance.has_sandbox:
         raise EnvCheckError(f"{name}: {len(leaked)} of {len(handed)} sandboxes were never given back")
     return EnvReport(env=name, tasks=len(played), reference_return=returns["reference"],
                      baseline_return=baseline, sandboxes=len(handed), dodges=tuple(played_dodges))

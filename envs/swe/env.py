@@ -126,7 +126,7 @@ class SWEEnv(Env):
 
     async def release_sandbox(self) -> None:
         """Give the sandbox back to the warm set: reset to its base and kept if clean, else destroyed."""
-        if self.sandbox is None:
+        if not self.has_sandbox:
             return
         sandbox, self.sandbox = self.sandbox, None
         if self.trajectory is not None:
@@ -141,7 +141,7 @@ class SWEEnv(Env):
         """The patch (``submit``'s, or the repository's diff now if the episode ended without one); the
         sandbox goes back before the verifier starts its own. A diff too large to take is no error:
         the patch is empty and :attr:`patch_refused` says why, which the verifier grades as 0."""
-        if self.patch is None and self.sandbox is not None:
+        if self.patch is None and self.has_sandbox:
             try:
                 self.patch = await self._diff()
             except ToolError as e:  # a grade, not an error: the policy must not prefer this to a 0
@@ -153,10 +153,10 @@ class SWEEnv(Env):
         """As :meth:`Env.review`; when the model gets another try, it continues from its patch in a
         sandbox taken anew (scoring gave the last one back)."""
         more = await super().review(reward)
-        if more and self.sandbox is None and self.task is not None:
+        if more and not self.has_sandbox and self.task is not None:
             patch = self.patch
             await self.setup(self.task)
-            sandbox: Any = self.sandbox  # setup() took it
+            sandbox = self.sandbox  # setup() took it
             if patch:
                 await sandbox.write_file("/tmp/agentgym-resume.patch", patch)
                 done = await sandbox.exec(

@@ -33,13 +33,12 @@ import json
 import logging
 import secrets
 import shlex
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentgym.errors import EnvError, SandboxError
-from agentgym.sandboxes import Limits, engine
+from agentgym.sandboxes import Limits, Sandbox, engine
 from agentgym.sandboxes.bootstrap import supervisor_sources
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.runtime import SandboxRuntime, current
@@ -212,7 +211,9 @@ class WarmSandboxes:
 
     def __init__(self) -> None:
         self.idle: dict[str, list[tuple[AgentSandbox, Fresh]]] = {}
-        self.fresh_of: weakref.WeakKeyDictionary[AgentSandbox, Fresh] = weakref.WeakKeyDictionary()
+        # Those handed out, by id: the set keeps the container and its fresh record, the env holds a
+        # plain Sandbox and gives it back by that id.
+        self.taken: dict[str, tuple[AgentSandbox, Fresh]] = {}
         self.discarded: list[str] = []  # why sandboxes were not reused, most recent last (for tests and logs)
 
     async def take(self, image: str, limits: Limits = LIMITS) -> tuple[AgentSandbox, bool]:
@@ -221,35 +222,41 @@ class WarmSandboxes:
         while idle:
             sandbox, fresh = idle.pop()
             if sandbox.connected:
-                self.fresh_of[sandbox] = fresh
+                self.taken[sandbox.id] = (sandbox, fresh)
                 return sandbox, True
             await sandbox.destroy()
         sandbox = await start_fresh(image, limits)
         try:
-            self.fresh_of[sandbox] = await snapshot(sandbox)
+            self.taken[sandbox.id] = (sandbox, await snapshot(sandbox))
         except BaseException:
             await sandbox.destroy()
             raise
         return sandbox, False
 
-    async def give_back(self, image: str, sandbox: AgentSandbox, base_commit: str) -> str | None:
+    async def give_back(self, image: str, sandbox: Sandbox, base_commit: str) -> str | None:
         """Reset ``sandbox`` and keep it for the next episode of ``image``; None if kept, else why it was destroyed."""
-        fresh = self.fresh_of.pop(sandbox, None)
-        why = "no record of its fresh state" if fresh is None else await reset_to_base(sandbox, fresh, base_commit)
+        taken = self.taken.pop(sandbox.id, None)
+        if taken is None:
+            self.discarded.append("not taken from this set")
+            await sandbox.close()
+            return "not taken from this set"
+        container, fresh = taken
+        why = await reset_to_base(container, fresh, base_commit)
         if why is None and len(self.idle.get(image, [])) >= MAX_IDLE:
             why = "enough idle sandboxes of this image"
-        if why is not None or fresh is None:
-            self.discarded.append(why or "")
-            log.info("SWE sandbox %s not reused: %s", sandbox.id[:12], why)
-            await sandbox.destroy()
+        if why is not None:
+            self.discarded.append(why)
+            log.info("SWE sandbox %s not reused: %s", container.id[:12], why)
+            await container.destroy()
             return why
-        self.idle.setdefault(image, []).append((sandbox, fresh))
+        self.idle.setdefault(image, []).append((container, fresh))
         return None
 
     async def shutdown(self) -> None:
-        """Destroy every idle sandbox."""
-        idle, self.idle = self.idle, {}
-        await asyncio.gather(*(s.destroy() for pairs in idle.values() for s, _ in pairs))
+        """Destroy every sandbox of the set, idle or still taken (an env that gives one back later finds no record)."""
+        idle, self.idle, taken, self.taken = self.idle, {}, self.taken, {}
+        held = [s for pairs in idle.values() for s, _ in pairs] + [s for s, _ in taken.values()]
+        await asyncio.gather(*(s.destroy() for s in held))
 
 
 KEPT = "SWE sandboxes kept for the next episode"  # their kind in a sandbox runtime

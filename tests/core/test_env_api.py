@@ -225,6 +225,18 @@ async def test_errors_before_reset_and_task_files() -> None:
         Chat.load_tasks("tasks.jsonl")
 
 
+def test_the_sandbox_is_typed_and_its_absence_says_why() -> None:
+    """``env.sandbox`` is a Sandbox or a clear error naming why there is none; ``has_sandbox`` asks first."""
+
+    class NeedsOne(Chat):
+        sandbox_image = "python"
+
+    for env, why in ((Chat(), "Chat sets no sandbox_image"), (NeedsOne(), "NeedsOne holds no sandbox now")):
+        assert not env.has_sandbox
+        with pytest.raises(EnvError, match=why):
+            env.sandbox  # noqa: B018  # the property's error is what is tested
+
+
 async def test_rollout_keeps_the_policy_usage_apart_from_the_env_side() -> None:
     class Says:
         name = "says"

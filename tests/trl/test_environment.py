@@ -147,5 +147,5 @@ def test_at_exit_the_pooled_envs_and_then_their_sandboxes_runtime_are_closed() -
     used = _loop.run(runtime_of_the_loop())
     assert shared_pools(used) and psutil.pid_exists(pid)
     adapter._close_all()
-    assert env.env.sandbox is None and used.closed and shared_pools(used) == []
+    assert not env.env.has_sandbox and used.closed and shared_pools(used) == []
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
