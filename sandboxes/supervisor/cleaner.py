@@ -25,15 +25,24 @@ def writable_mounts() -> list[str]:
 
 
 def walk(root: str, seen: set[str], limit: int) -> bool:
-    """Add every path under ``root`` (itself included) to ``seen``; False past ``limit`` entries."""
+    """Add every path under ``root`` (itself included) to ``seen``; False past ``limit`` entries.
+
+    A path that is not there is not added: a mount point hidden under another mount is in the mount
+    table but reachable by no one, code included, so it holds nothing to record."""
     stack = [root]
     while stack:
         path = stack.pop()
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError:
+            mode = 0  # unreadable here: the wipe checks whether code could have written in it
         seen.add(path)
         if len(seen) > limit:
             return False
         try:
-            if not stat.S_ISDIR(os.lstat(path).st_mode):
+            if not stat.S_ISDIR(mode):
                 continue
             with os.scandir(path) as entries:
                 stack += [e.path for e in entries]

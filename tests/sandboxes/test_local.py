@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -99,6 +102,31 @@ async def test_without_bubblewrap_sandboxes_get_namespaces_of_their_own(
     for box in boxes:
         if box._uid is not None:
             assert living_processes(box._uid) == []
+
+
+async def test_without_bubblewrap_a_mount_no_one_can_reach_does_not_stop_a_sandbox(no_bubblewrap: None) -> None:
+    """A mount hidden under another mount (one made over a folder that had mounts below it) is listed
+    in the mount table but cannot be reached, here or in a sandbox: it must not stop the supervisor."""
+    if not local.namespaces() or os.geteuid() != 0:
+        pytest.skip("needs namespaces and root (to mount)")
+    folder = tempfile.mkdtemp(prefix="agentgym-test-mount-", dir="/var/tmp")
+    inner = os.path.join(folder, "inner")
+    os.mkdir(inner)
+    mounted: list[str] = []
+    try:
+        for point in (inner, folder):  # the second hides the first
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "agentgym-test", point], check=True)  # noqa: ASYNC221
+            mounted.append(point)
+        assert not os.path.exists(inner)  # noqa: ASYNC240 - a stat
+        box = await local.create(SMALL)
+        try:
+            assert (await box.exec("echo started")).stdout == "started\n"
+        finally:
+            await box.close()
+    finally:
+        for point in reversed(mounted):
+            subprocess.run(["umount", point], check=True)  # noqa: ASYNC221
+        shutil.rmtree(folder)
 
 
 async def test_without_namespaces_the_working_directory_is_home_and_tmpdir(
