@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+from tests.benchmarks.scripts import run_script
 
 pytestmark = pytest.mark.slow
 
@@ -17,10 +14,7 @@ pytestmark = pytest.mark.slow
 def test_view_open_quick(tmp_path: Path) -> None:
     if not Path("/usr/bin/chromium").exists():
         pytest.skip("no /usr/bin/chromium (apt-get install chromium)")
-    out = tmp_path / "view_open.json"
-    subprocess.run([sys.executable, str(BENCHMARKS / "view_open.py"), "--quick", "--out", str(out)],
-                   check=True, timeout=900, capture_output=True)
-    result = json.loads(out.read_text())
+    result = run_script("view_open", tmp_path / "view_open.json", "--quick", timeout=900)
     assert result["few_tasks"]["episodes"] == result["many_tasks"]["episodes"] == 1002
     for shape in ("few_tasks", "many_tasks"):
         opened = result[shape]["open_s"]
