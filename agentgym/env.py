@@ -152,6 +152,9 @@ class Env:
             crashing the episode. :class:`~agentgym.errors.ToolError` always does.
         verifier: Scores a finished episode; ``None`` scores 0. A plain function set in the class body
             is called with the episode only (it is not a method).
+        release_before_scoring: Give the episode's sandbox back once :meth:`final_state` has taken
+            its snapshot, before the verifier runs: for a verifier that works in sandboxes of its own,
+            so that a busy run holds one sandbox per episode rather than two.
         revealed_info: Keys of a reward's ``info`` that feedback may show the model word for word
             (:meth:`feedback_report`). None by default: ``info`` holds what the grader saw, which may
             be hidden from the model (a code task's tests and their expected values).
@@ -163,6 +166,7 @@ class Env:
     sandbox_image: ClassVar[str | None] = None
     model_errors: ClassVar[tuple[type[Exception], ...]] = ()
     verifier: ClassVar[Verifier | ScoreFn | None] = None  # spelled out: mypy binds self through the alias
+    release_before_scoring: ClassVar[bool] = False
     revealed_info: ClassVar[tuple[str, ...]] = ()
     _tools: ClassVar[dict[str, ToolFunction]] = {}
 
@@ -177,7 +181,7 @@ class Env:
         verifier = vars(cls).get("verifier")
         if inspect.isfunction(verifier) and next(iter(inspect.signature(verifier).parameters), None) == "self":
             raise TypeError(f"{cls.__name__}.verifier is called with the Episode only, not as a method: "
-                            "drop `self` (episode.env is the env, episode.state its final_state())")
+                            "drop `self` (episode.state is the env's final_state())")
 
     def __init__(
         self,
@@ -344,14 +348,22 @@ class Env:
         """Run the env's :attr:`verifier` on the episode as it stands; 0 when the env declares none.
 
         The verifier gets an :class:`~agentgym.rewards.Episode`: the task, the trajectory (with its
-        final answer), this env's :meth:`final_state`, and the env itself.
+        final answer), this env's :meth:`final_state`, and where its sandboxes come from (not the env:
+        a verifier cannot call the model's tools or change the env's state). With
+        :attr:`release_before_scoring` the episode's sandbox goes back once the state is taken.
         """
         if self.trajectory is None or self.task is None:
             raise EnvError("score() called before reset()")
         verifier = self._verifier if self._verifier is not None else type(self).verifier  # a function stays unbound
         if verifier is None:
             return Reward(value=0.0)
-        episode = Episode(task=self.task, trajectory=self.trajectory, state=await self.final_state(), env=self)
+        from agentgym.sandboxes.runtime import SandboxSupply
+
+        state = await self.final_state()
+        if self.release_before_scoring:
+            await self.release_sandbox()
+        supply = SandboxSupply(self.sandbox_backend, self.sandbox_image or "python", self.sandbox_runtime())
+        episode = Episode(task=self.task, trajectory=self.trajectory, state=state, sandboxes=supply)
         return await as_verifier(verifier).score(episode)
 
     async def close(self) -> None:
@@ -485,7 +497,7 @@ class Env:
         turn.observation.extend(more)
         info["attempt_reward"] = reward.value
         if self.sandbox_image is not None and not self.has_sandbox:
-            await self._acquire_sandbox()  # the verifier's final_state may have given it back
+            await self._acquire_sandbox()  # scoring gave it back (release_before_scoring)
         return True
 
     def _record_outcome(self, reward: Reward, outcome: Literal["terminated", "truncated"]) -> Reward:

@@ -25,7 +25,7 @@ from agentgym.sandboxes.builder import build_image, image_tag
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
-from agentgym.sandboxes.runtime import SandboxRuntime
+from agentgym.sandboxes.runtime import SandboxRuntime, SandboxSupply
 
 __all__ = [
     "ContainerInfo",
@@ -37,6 +37,7 @@ __all__ = [
     "SandboxPool",
     "SandboxProvider",
     "SandboxRuntime",
+    "SandboxSupply",
     "acquire",
     "build_image",
     "image_tag",

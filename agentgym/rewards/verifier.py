@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agentgym.types import Reward, Task, Trajectory
 
 if TYPE_CHECKING:
-    from agentgym.env import Env
+    from agentgym.sandboxes.runtime import SandboxSupply
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,15 @@ class Episode:
         state: What the env's :meth:`~agentgym.env.Env.final_state` returned when the episode ended:
             a snapshot of the world the model acted on, e.g. a database to compare with the expected
             one. ``None`` when the env exposes none, or when a saved trajectory is scored offline.
-        env: The live environment, for verifiers that need its services (a fresh sandbox from its
-            backend, ``CodeEnv.run_tests``); ``None`` when a saved trajectory is scored offline.
+        sandboxes: Where the live episode's sandboxes come from, for a verifier that runs something
+            in sandboxes of its own (the code env's tests): the env's backend, image and runtime,
+            not the env. ``None`` when a saved trajectory is scored offline.
     """
 
     task: Task
     trajectory: Trajectory
     state: Any = None
-    env: Env | None = None
+    sandboxes: SandboxSupply | None = None
 
     @property
     def final_answer(self) -> str | None:

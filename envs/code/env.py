@@ -17,7 +17,7 @@ from agentgym.types import Reward, Task
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
 from .verifier import Report, verify
-from .verify import PassesTests
+from .verify import DEFAULT_TIMEOUT, PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -41,17 +41,22 @@ class CodeEnv(Env):
     max_turns = 8
     sandbox_image = "python"
     verifier = PassesTests()
-    verify_timeout = 20.0
-    """Seconds the submission and its tests may take in all; past it the tests left fail."""
+    release_before_scoring = True  # the tests get sandboxes of their own
 
-    def __init__(self, *, tasks_path: str | Path | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, tasks_path: str | Path | None = None, verify_timeout: float = DEFAULT_TIMEOUT,
+                 **kwargs: Any) -> None:
         """
         Args:
             tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
+            verify_timeout: Seconds the submission and its tests may take in all; past it the tests
+                left fail (the verifier's, when it is the class's :class:`PassesTests`).
             **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
         super().__init__(**kwargs)
         self.tasks_path = tasks_path
+        self.verify_timeout = verify_timeout
+        if self._verifier is None and isinstance(type(self).verifier, PassesTests):
+            self._verifier = PassesTests(timeout=verify_timeout)
 
     def tasks(self) -> Sequence[Task]:
         return self.load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
@@ -113,11 +118,6 @@ class CodeEnv(Env):
     def answer_from_text(self, text: str) -> str:
         blocks = FENCED_CODE.findall(text)
         return blocks[-1] if blocks else text
-
-    async def final_state(self) -> None:
-        """Nothing to show the verifier; the session is done with, so give it back (the tests get sandboxes
-        of their own)."""
-        await self.release_sandbox()
 
     async def run_tests(self, task: Task, solution: str) -> Report:
         """Run ``task``'s tests on ``solution``: the submission and the tests each in a sandbox of their own.

@@ -5,31 +5,39 @@ The work is :mod:`~agentgym.envs.code.verifier`'s (docs/threat-model.md); this i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from agentgym.rewards import Episode
 from agentgym.types import Reward
 
-if TYPE_CHECKING:
-    from .env import CodeEnv
+from .verifier import verify
+
+DEFAULT_TIMEOUT = 20.0
+"""Seconds the submission and its tests may take in all, by default."""
 
 
 class PassesTests:
     """1 when every test of the task passes on the final answer, else 0; each test's result in ``info["tests"]``.
 
-    It runs the tests through the env's ``run_tests`` (so on the env's sandbox backend, under its
-    limits), which is why it scores live episodes only: ``episode.env`` must be the :class:`CodeEnv`.
+    It runs the tests where the episode's env draws its sandboxes (``episode.sandboxes``: the env's
+    backend, image and runtime), which is why it scores live episodes only.
     """
 
     name = "tests"
 
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """
+        Args:
+            timeout: Seconds the submission and its tests may take in all; past it the tests left fail.
+        """
+        self.timeout = timeout
+
     async def score(self, episode: Episode) -> Reward:
-        env = cast("CodeEnv", episode.env)
-        if env is None:
+        supply = episode.sandboxes
+        if supply is None:
             raise ValueError("PassesTests runs the tests in the env's sandboxes: it scores live episodes only")
         if not episode.final_answer:
             return Reward(value=0.0, info={"tests": [], "verifier": "no submission"})
-        report = await env.run_tests(episode.task, episode.final_answer)
+        report = await verify(episode.task.data, episode.final_answer, sandbox=supply.backend, image=supply.image,
+                              timeout=self.timeout, runtime=supply.runtime)
         return Reward(
             value=1.0 if report.all_passed else 0.0,
             components={"tests_passed_fraction": report.passed / report.total if report.total else 0.0},

@@ -21,11 +21,11 @@ from agentgym.tools import tool
 from agentgym.types import Message, Reward, Task
 
 from . import testrun
-from .grading import Grade, parser_name
+from .grading import parser_name
 from .images import image_for
 from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
-from .verifier import RewardKind, SWEVerifier, evaluate_patch, graded_test_files
+from .verifier import RewardKind, Submitted, SWEVerifier, graded_test_files
 from .warm import GIT, WarmSandboxes, warm_sandboxes
 
 OUTPUT_CHARS = 16000
@@ -56,6 +56,7 @@ class SWEEnv(Env):
     max_turns = 50
     text_ends_episode = False
     verifier = SWEVerifier()
+    release_before_scoring = True  # the verifier grades in a fresh container of its own
 
     def __init__(
         self, *, tasks_path: str | Path | None = None, reward: RewardKind = "resolved",
@@ -76,7 +77,7 @@ class SWEEnv(Env):
                            f"sandbox_backend={self.sandbox_backend!r} cannot be used (a container of each "
                            f"task's image is taken from the pools of runtime=, a SandboxRuntime)")
         if self._verifier is None:
-            self._verifier = SWEVerifier(reward)
+            self._verifier = SWEVerifier(reward, test_timeout)
         self.tasks_path = tasks_path
         self.test_timeout = test_timeout
         self.image: str | None = None
@@ -137,17 +138,16 @@ class SWEEnv(Env):
         if why is not None and self.trajectory is not None:
             self.trajectory.info["sandbox_discarded"] = why
 
-    async def final_state(self) -> str:
+    async def final_state(self) -> Submitted:
         """The patch (``submit``'s, or the repository's diff now if the episode ended without one); the
-        sandbox goes back before the verifier starts its own. A diff too large to take is no error:
-        the patch is empty and :attr:`patch_refused` says why, which the verifier grades as 0."""
+        sandbox goes back before the verifier starts its own (:attr:`release_before_scoring`). A diff
+        too large to take is no error: the patch is empty and says why, which the verifier grades as 0."""
         if self.patch is None and self.has_sandbox:
             try:
                 self.patch = await self._diff()
             except ToolError as e:  # a grade, not an error: the policy must not prefer this to a 0
                 self.patch, self.patch_refused = "", f"not applied: {e}"
-        await self.release_sandbox()
-        return self.patch or ""
+        return Submitted(self.patch or "", self.patch_refused)
 
     async def review(self, reward: Reward) -> list[Message] | None:
         """As :meth:`Env.review`; when the model gets another try, it continues from its patch in a
@@ -164,11 +164,6 @@ class SWEEnv(Env):
                 if done.exit_code != 0:
                     raise EnvError(f"could not restore the submitted patch for another try: {done.output[-300:]}")
         return more
-
-    async def evaluate(self, task: SWETask, patch: str) -> Grade:
-        """SWE-bench's verdict on ``patch``, from a fresh container of the task's image."""
-        image = self.image if self.image is not None else await asyncio.to_thread(image_for, task)
-        return await evaluate_patch(task, patch, image=image, timeout=self.test_timeout)
 
     # ----------------------------------------------------------------- tools
     @tool

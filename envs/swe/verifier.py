@@ -25,11 +25,13 @@ components, the one asked for as its value.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 import shlex
 import time
-from typing import TYPE_CHECKING, Literal, cast
+from dataclasses import dataclass
+from typing import Literal
 
 from agentgym.errors import SandboxError
 from agentgym.rewards import Episode
@@ -38,11 +40,9 @@ from agentgym.types import Reward
 
 from . import guard, protect, testrun
 from .grading import Grade, grade, not_applied, parser_name, patch_similarity, tampered
+from .images import image_for
 from .tasks import REPO_DIR, SWETask
 from .warm import GIT, LIMITS, start_fresh
-
-if TYPE_CHECKING:
-    from .env import SWEEnv
 
 RewardKind = Literal["resolved", "tests_fraction", "patch_similarity", "gated"]
 REWARDS: tuple[RewardKind, ...] = ("resolved", "tests_fraction", "patch_similarity", "gated")
@@ -192,6 +192,15 @@ async def _sh(sandbox: AgentSandbox, cmd: str, what: str) -> None:
         raise SandboxError(f"{what} failed ({done.exit_code}): {done.output[-800:]}")
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """What a SWE episode ends with (the env's final state): its patch, and why the patch could not be
+    taken from the sandbox if it could not (graded as not applied)."""
+
+    patch: str
+    refused: str | None = None
+
+
 class SWEVerifier:
     """Scores a SWE episode from a fresh container's run of the task's tests on the submitted patch.
 
@@ -205,26 +214,34 @@ class SWEVerifier:
       when the patch applies and no PASS_TO_PASS test breaks, else 0 (so a resolved patch gets 1).
 
     ``info`` gets the verdict, its reason and every test's status (:meth:`Grade.info`), the patch
-    and how long verification took.
+    and how long verification took. It needs nothing of the env: the patch comes from the episode's
+    state (:class:`Submitted`), or from a saved trajectory's final answer, so it scores saved
+    trajectories too (on a machine with Docker and the task's image, built if need be).
     """
 
     name = "swe"
 
-    def __init__(self, reward: RewardKind = "resolved") -> None:
+    def __init__(self, reward: RewardKind = "resolved", test_timeout: float = 600.0) -> None:
+        """
+        Args:
+            reward: Which reward is the outcome (every one is recorded in the components).
+            test_timeout: Seconds the test run in the fresh container may take.
+        """
         if reward not in REWARDS:
             raise ValueError(f"unknown SWE reward {reward!r}; choose one of {', '.join(REWARDS)}")
         self.reward = reward
+        self.test_timeout = test_timeout
 
     async def score(self, episode: Episode) -> Reward:
-        env = cast("SWEEnv", episode.env)
-        if env is None:
-            raise ValueError("SWEVerifier runs the tests in a fresh container of the env: it scores live episodes only")
         task = SWETask.of(episode.task)
-        patch = episode.state if isinstance(episode.state, str) else episode.final_answer or ""
+        state = episode.state if isinstance(episode.state, Submitted) else Submitted(episode.final_answer or "")
         started = time.monotonic()
-        refused = getattr(env, "patch_refused", None)
-        result = not_applied(task, refused) if refused else await env.evaluate(task, patch)
-        return to_reward(result, task, patch, self.reward, seconds=time.monotonic() - started)
+        if state.refused:
+            result = not_applied(task, state.refused)
+        else:
+            image = await asyncio.to_thread(image_for, task)
+            result = await evaluate_patch(task, state.patch, image=image, timeout=self.test_timeout)
+        return to_reward(result, task, state.patch, self.reward, seconds=time.monotonic() - started)
 
 
 def to_reward(result: Grade, task: SWETask, patch: str, kind: RewardKind, *, seconds: float = 0.0) -> Reward:

@@ -37,9 +37,7 @@ def submit(code: str) -> Message:
 
 async def grade(backend: str, task: Task, code: str, *, timeout: float | None = None) -> Trajectory:
     """One episode that submits ``code`` at once; its finished trajectory."""
-    async with make("code", sandbox_backend=backend) as env:
-        if timeout is not None:
-            env.verify_timeout = timeout
+    async with make("code", sandbox_backend=backend, **({} if timeout is None else {"verify_timeout": timeout})) as env:
         await env.reset(task)
         result = await env.step(submit(code))
         assert result.terminated

@@ -237,6 +237,39 @@ def test_the_sandbox_is_typed_and_its_absence_says_why() -> None:
             env.sandbox  # noqa: B018  # the property's error is what is tested
 
 
+async def test_a_verifier_takes_sandboxes_from_the_episode_and_never_sees_the_env() -> None:
+    """``episode.sandboxes`` gives a verifier sandboxes as the env gets them; with ``release_before_scoring``
+    the model's sandbox is already back when it runs, and the episode holds no handle on the env."""
+    from agentgym.sandboxes import SandboxRuntime
+
+    seen: dict[str, Any] = {}
+
+    async def runs_the_answer(episode: Episode) -> float:
+        assert episode.sandboxes is not None and episode.sandboxes.image == "python"
+        seen["fields"] = set(vars(episode))
+        seen["held"] = env.has_sandbox
+        box = await episode.sandboxes.acquire()
+        try:
+            result = await box.run_python(f"print({episode.final_answer} == 42)")
+        finally:
+            await box.close()
+        return result.output == "True\n"
+
+    class Computes(Env):
+        sandbox_image = "python"
+        release_before_scoring = True
+        verifier = runs_the_answer
+
+    async with SandboxRuntime() as runtime:
+        async with Computes(sandbox_backend="local") as env:
+            await env.reset(TASK)
+            assert env.has_sandbox
+            done = await env.step(text("6 * 7"))
+        assert done.reward == 1.0
+        assert seen == {"fields": {"task", "trajectory", "state", "sandboxes"}, "held": False}
+        assert runtime.held("shared sandbox pools")  # the verifier's sandbox came from the env's runtime
+
+
 async def test_rollout_keeps_the_policy_usage_apart_from_the_env_side() -> None:
     class Says:
         name = "says"
