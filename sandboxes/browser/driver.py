@@ -2,8 +2,9 @@
 
 Playwright drives every browser through a driver, one Node process, bound to the event loop that
 started it. A :class:`~agentgym.sandboxes.runtime.SandboxRuntime` keeps one as a supply of its own
-(:func:`driver`): the runtime's browser pools launch through it, and so does :func:`create_browser`
-for a browser of no pool, from the runtime it is given (default: the current one). Closing the
+(:func:`driver`): the runtime's browser pools launch through it, and so does
+:func:`~agentgym.sandboxes.browser.sandbox.create_browser` for a browser of no pool, from the runtime
+it is given (default: the current one). Closing the
 runtime closes every browser launched through its driver that is still open (so their containers are
 removed, not left to die with the driver's process), then stops the driver. Nothing counts users:
 a runtime's driver is its own, whatever other runtimes the event loop has (each runs a Node process

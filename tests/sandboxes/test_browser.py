@@ -38,7 +38,7 @@ from agentgym.sandboxes.browser import (
     serve_directory,
 )
 from agentgym.sandboxes.browser import sandbox as browser_sandbox
-from agentgym.sandboxes.browser.driver import DRIVER
+from agentgym.sandboxes.browser.driver import DRIVER, driver
 from agentgym.sandboxes.browser.launch import CODE_USER, KIND_LABEL, PIPE_MOUNT
 from agentgym.sandboxes.browser.pool import SHARED
 from tests.conftest import docker_or_skip
@@ -288,6 +288,24 @@ async def test_runtimes_on_two_event_loops_each_stop_only_their_own_driver() -> 
         assert await asyncio.to_thread(asyncio.run, elsewhere()) == (2, True)  # both runtimes' drivers at once
         assert len(drivers() - before) == 1 and await here.is_alive()  # the other loop's went, this one's stays
     assert not here.connected and drivers() == before
+
+
+async def test_a_closed_runtimes_driver_launches_nothing_and_closes_a_browser_that_finished_starting_late() -> None:
+    rt = SandboxRuntime()
+    owner = driver(rt)
+    sandbox = await create_browser("local", runtime=rt)
+    assert owner.started
+    await rt.close()
+    assert not owner.started and not sandbox.connected
+    with pytest.raises(SandboxError, match="runtime is closed"):
+        await create_browser("local", runtime=rt)
+    with pytest.raises(SandboxError, match="driver is stopped"):
+        await owner.playwright()
+    async with SandboxRuntime():
+        late = await create_browser("local")  # as if its launch ended after the driver stopped
+        with pytest.raises(SandboxError, match="driver is stopped"):
+            await owner.adopt(late)
+        assert not late.connected
 
 
 async def test_choosing_the_local_backend_warns_that_pages_are_not_isolated(caplog: pytest.LogCaptureFixture) -> None:
