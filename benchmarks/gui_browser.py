@@ -58,14 +58,13 @@ from stats import percentile, summarize
 from agentgym.envs.gui import GUIEnv
 from agentgym.envs.gui.page import CLIP as TASK_CLIP
 from agentgym.envs.gui.page import VIEWPORT
-from agentgym.sandboxes import channel, engine
+from agentgym.sandboxes import SandboxRuntime, channel, engine
 from agentgym.sandboxes.browser import (
     BrowserPool,
     BrowserSandbox,
     create_browser,
     launch,
     serve_directory,
-    shutdown_browser_pools,
 )
 from agentgym.types import ToolCall, assistant
 
@@ -332,9 +331,9 @@ async def measure(backends: list[str], samples: int, repeats: int, starts: int, 
     info = run_info()  # the load before the run, not after it
     rows: dict[str, Any] = {}
     for backend in backends:
-        runs = [await one_run(backend, samples, starts, env_steps) for _ in range(repeats)]
+        async with SandboxRuntime():  # one backend's browsers and driver, closed before the next backend's
+            runs = [await one_run(backend, samples, starts, env_steps) for _ in range(repeats)]
         rows[backend] = {"summary": summarize(runs), "runs": runs}
-        await shutdown_browser_pools()
     if shutil.which(CHROMEDRIVER) is None:
         raise SystemExit(f"the Selenium comparison needs {CHROMEDRIVER}: apt-get install chromium-driver")
     selenium_runs = [await asyncio.to_thread(selenium_run, samples, env_steps) for _ in range(repeats)]

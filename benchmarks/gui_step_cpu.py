@@ -28,8 +28,7 @@ from results_file import results_path, run_info, save_results
 from stats import summarize
 
 from agentgym.envs.gui import GUIEnv
-from agentgym.sandboxes import channel
-from agentgym.sandboxes.browser import shutdown_browser_pools
+from agentgym.sandboxes import SandboxRuntime, channel
 from agentgym.types import ToolCall, assistant
 
 RESULTS = results_path("gui_step_cpu")
@@ -41,8 +40,8 @@ async def one_run(pipe: str, steps: int) -> dict[str, Any]:
     if pipe == "attach":
         channel.usable = lambda endpoint=None: False  # type: ignore[assignment]
     try:
-        async with GUIEnv(names="click-test", observation="both", sandbox_backend="docker",
-                          max_turns=steps + 10) as env:
+        async with SandboxRuntime(), GUIEnv(names="click-test", observation="both", sandbox_backend="docker",
+                                            max_turns=steps + 10) as env:  # the run's browsers, closed after it
             await env.reset(env.tasks()[0], seed=0)
             assert env._browser is not None and (env._browser.pipe.fifos is not None) == (pipe == "fifos")
             await asyncio.sleep(1.0)  # the next episode's page, prepared in the background, is ready
@@ -57,7 +56,6 @@ async def one_run(pipe: str, steps: int) -> dict[str, Any]:
             cpu = meter.stop()
     finally:
         channel.usable = usable
-        await shutdown_browser_pools()
     per_step = {key: cpu[key] / steps * 1e3 for key in ("client", "child_processes", "containers",
                                                         "container_shims", "total", "docker_daemons")}
     return {**per_step, "wall_ms": wall / steps * 1e3}

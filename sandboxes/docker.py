@@ -57,8 +57,10 @@ ENVIRONMENT = {
 # Memory, processes and disk are the engine's job (cgroups, tmpfs); these are per-process extras.
 NOFILE = 4096
 
-_ready_images: set[tuple[Endpoint, str]] = set()
-_reaped: set[Endpoint] = set()
+# What the process has learnt of each engine: true for the whole process, whichever sandbox runtime asks
+# next, so kept here and never forgotten (a runtime that closes has not changed the engine).
+_ready_images: set[tuple[Endpoint, str]] = set()  # (engine, image) known to exist there
+_reaped: set[Endpoint] = set()  # engines whose containers of dead owners this process has reaped once
 _direct: dict[Endpoint, bool] = {}  # per engine: requests over a unix socket (decided on first use), not attach
 _direct_proven: set[Endpoint] = set()  # engines where a direct sandbox has worked: later failures are not the path's
 

@@ -17,6 +17,14 @@ is only started where there is room (:func:`place` with no wait), and a caller w
 endpoint full asks the pools (registered with :func:`add_holder`) to give up an idle spare there,
 then waits for the place it frees. Counts are this process's own: processes sharing engines divide
 their capacities between them.
+
+What this module keeps is process-wide, not a :class:`~agentgym.sandboxes.runtime.SandboxRuntime`'s:
+the endpoints are configuration, like the environment variables they override; a capacity bounds what
+the whole process keeps on an engine, so the live counts must see every sandbox on it, whichever
+runtime's pool started it, or none (:func:`~agentgym.sandboxes.pool.start`, a fork), and also one that
+outlives its runtime (a place is given back by the sandbox's destroy, which may run from a finalizer
+on any thread); counts per runtime would let two runtimes open at once each fill an engine. For the
+same reason any pool of the process may give up an idle spare to a caller who finds its engines full.
 """
 
 from __future__ import annotations
@@ -127,7 +135,7 @@ def default() -> Endpoint:
     return parse(os.environ.get("DOCKER_HOST") or DEFAULT_URL)
 
 
-_configured: tuple[Endpoint, ...] | None = None
+_configured: tuple[Endpoint, ...] | None = None  # set by configure(): process configuration, as the variables
 
 
 def configure(endpoints: Sequence[Endpoint | str] | None) -> None:
@@ -183,7 +191,7 @@ class Holder(Protocol):
         ...
 
 
-_holders: weakref.WeakSet[Holder] = weakref.WeakSet()  # type: ignore[type-var]
+_holders: weakref.WeakSet[Holder] = weakref.WeakSet()  # type: ignore[type-var]  # every runtime's pools, and others
 
 
 def add_holder(holder: Holder) -> None:
@@ -192,7 +200,7 @@ def add_holder(holder: Holder) -> None:
 
 
 # ---------------------------------------------------------------------------------------- placement
-_live: collections.Counter[Endpoint] = collections.Counter()
+_live: collections.Counter[Endpoint] = collections.Counter()  # the process's sandboxes per engine (see above)
 _lock = threading.Lock()  # released from finalizers, which may run on any thread
 
 

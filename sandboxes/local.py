@@ -90,7 +90,10 @@ class LocalSandbox(AgentSandbox):
         return await fork.start_all(n, lambda: create(self.limits))
 
 
-_uids_taken: set[int] = set()  # uids of this process's sandboxes, from their start until they are destroyed
+_uids_taken: set[int] = set()
+"""Uids of this process's sandboxes, from their start until they are destroyed. Process-wide, not a
+runtime's: a uid is taken on the whole machine (:func:`pick_uid` also asks the kernel for the rest), and a
+sandbox keeps its uid after the runtime that lent it closes, or with no runtime at all."""
 
 
 def pick_uid() -> int:
@@ -234,6 +237,8 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
 
 
 _turn = itertools.count()
+"""Whose turn of the cores is next. Process-wide: every runtime open at once competes for the same cores,
+so one count spreads all of them (a count per runtime would start each on the same first cores)."""
 
 
 def pick_cores(cpus: float) -> list[int]:

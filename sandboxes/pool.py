@@ -95,6 +95,9 @@ async def start(
 
 
 _orphans: set[asyncio.Future[None]] = set()
+"""The closes of sandboxes whose start was cancelled, each kept until it ends (the event loop holds tasks
+only weakly). No runtime's: such a start belongs to no pool (:func:`start` is called outside pools too),
+and an entry leaves with its task, so there is nothing to close."""
 
 
 def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:

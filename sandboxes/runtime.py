@@ -1,11 +1,12 @@
 """The sandbox runtime: what a run keeps of every kind of sandbox, opened once and closed once.
 
 Sandboxes are kept warm in several kinds of supply: pools of Python sandboxes (:mod:`.pool`), browser
-pools (:mod:`.browser.pool`), and what an env family keeps (the SWE env's containers reset for the
-next episode of a task). A :class:`SandboxRuntime` holds them all: each kind's module asks it for the
-supply of a key (``runtime.hold(kind, key, make)``), made on first ask, and closing the runtime shuts
-every one down. Whoever runs episodes (``evaluate``, the CLI, the TRL adapter, the Ray worker, the
-MCP server, a user's script) opens one with ``async with SandboxRuntime():`` and misses no kind.
+pools (:mod:`.browser.pool`) and the Playwright driver their browsers run on (:mod:`.browser.driver`),
+and what an env family keeps (the SWE env's containers reset for the next episode of a task). A
+:class:`SandboxRuntime` holds them all: each kind's module asks it for the supply of a key
+(``runtime.hold(kind, key, make)``), made on first ask, and closing the runtime shuts every one down.
+Whoever runs episodes (``evaluate``, the CLI, the TRL adapter, the Ray worker, the MCP server, a
+user's script) opens one with ``async with SandboxRuntime():`` and misses no kind.
 
 Which runtime a caller gets, when it names none, is :func:`current`: the innermost runtime opened
 with ``async with`` in this context (tasks started inside inherit it), else this event loop's
@@ -13,6 +14,13 @@ with ``async with`` in this context (tasks started inside inherit it), else this
 ``acquire()``, an env used on its own); :func:`shutdown` closes it, and the next use makes a new one.
 An env takes a runtime the same way whatever its family: ``make(name, runtime=rt)``
 (:class:`~agentgym.env.Env`'s ``runtime=``), else :func:`current` when it first needs a sandbox.
+
+What lives as long as a run is the runtime's. What stays module state holds for the whole process
+and has nothing to close: facts about an engine (an image it has, its leaked containers reaped), the
+configured endpoints and the count of sandboxes on each (a capacity bounds the process, whichever
+runtime started a sandbox), the local backend's uids taken (machine-wide) and its turn of cores
+(shared by the runtimes open at once), the closes of cancelled starts, the registered backends and
+the engine clients (docs/architecture.md lists them, with why).
 """
 
 from __future__ import annotations
@@ -49,8 +57,8 @@ class SandboxRuntime:
     """Every sandbox supply of a run, by kind and key; ``close()`` (or leaving ``async with``) shuts them all down.
 
     Supplies are made on first ask and closed kind by kind in the order the kinds were first asked
-    for (so a kind that depends on one asked for earlier, like a browser driver on its browsers'
-    pools, closes after it); the supplies of one kind close concurrently. Every one is closed even
+    for (a pool is asked for before the first browser it starts asks for the driver, so its spares
+    close before the driver stops); the supplies of one kind close concurrently. Every one is closed even
     if one fails; the first failure is raised after the rest. Use one runtime on one event loop:
     the sandboxes it keeps are bound to the loop they started on.
     """

@@ -26,7 +26,6 @@ from agentgym.sandboxes.browser.pool import (
     acquire_browser,
     browser_pool,
     release_browser,
-    shutdown_browser_pools,
     warm_up_browsers,
 )
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
@@ -41,6 +40,5 @@ __all__ = [
     "create_browser",
     "release_browser",
     "serve_directory",
-    "shutdown_browser_pools",
     "warm_up_browsers",
 ]

@@ -9,8 +9,9 @@ the pipe between the page and the host. The container carries the owner labels o
 container (:func:`~agentgym.sandboxes.engine.owner_labels`), so ``agentgym sandbox ls``/``prune`` and
 the reaper treat it like the others, plus ``agentgym.kind=browser``.
 
-The Playwright driver (one Node process) is started once per event loop and shared by every browser
-of that loop. Playwright is imported here, inside functions, so ``import agentgym`` never imports it.
+Each launch goes through the Playwright driver it is given: the sandbox runtime's
+(:mod:`~agentgym.sandboxes.browser.driver`). Playwright is imported here only inside functions, so
+``import agentgym`` never imports it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,37 +86,9 @@ class BrowserLimits(BaseModel):
     wall_seconds: float = 6 * 3600.0
 
 
-_drivers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Playwright] = weakref.WeakKeyDictionary()
-
-
-async def driver() -> Playwright:
-    """This event loop's Playwright driver, started on first use.
-
-    Raises:
-        SandboxError: Playwright is not installed.
-    """
-    loop = asyncio.get_running_loop()
-    if loop not in _drivers:
-        try:
-            from playwright.async_api import async_playwright
-        except ImportError as e:
-            raise SandboxError("browser sandboxes need Playwright: pip install 'agentgym[gui]'") from e
-        started = await async_playwright().start()
-        if loop in _drivers:  # another task started one meanwhile
-            await started.stop()
-        else:
-            _drivers[loop] = started
-    return _drivers[loop]
-
-
-async def stop_driver() -> None:
-    """Stop this event loop's Playwright driver, if one was started (its browsers go with it)."""
-    started = _drivers.pop(asyncio.get_running_loop(), None)
-    if started is not None:
-        await started.stop()
-
-
-_prepared: list[str] = []  # the image's reference, once it is known to exist
+_prepared: list[str] = []
+"""The image's reference, once it is known to exist: a fact about the engine, true for the whole process
+(as the Docker backend's images, ``docker._ready_images``), so it is no runtime's to forget."""
 
 
 def prepare_image() -> str:
@@ -183,8 +155,9 @@ def can_draw_on_demand(executable: str) -> bool:
     return Path(executable).name == HEADLESS_SHELL
 
 
-async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: bool) -> tuple[Browser, DirectPipe]:
-    """Start Chromium (the image's headless shell) in container ``name`` from image ``ref``.
+async def launch_docker(pw: Playwright, name: str, ref: str, limits: BrowserLimits,
+                        on_demand: bool) -> tuple[Browser, DirectPipe]:
+    """Start Chromium (the image's headless shell) in container ``name`` from image ``ref``, driven by ``pw``.
 
     The caller removes the container on failure. ``on_demand``: draw frames only when asked.
 
@@ -193,7 +166,7 @@ async def launch_docker(name: str, ref: str, limits: BrowserLimits, on_demand: b
     """
     args = list(ON_DEMAND_ARGS) if on_demand else []
     fifos = Fifos(CODE_UID) if await asyncio.to_thread(channel.usable) else None
-    return await _launch(["docker", "run", *docker_run_args(name, ref, limits, fifos)], args, fifos)
+    return await _launch(pw, ["docker", "run", *docker_run_args(name, ref, limits, fifos)], args, fifos)
 
 
 def local_chromium() -> str:
@@ -209,8 +182,9 @@ def local_chromium() -> str:
                        "apt-get install chromium-headless-shell")
 
 
-async def launch_local(executable: str, marker: str, on_demand: bool) -> tuple[Browser, DirectPipe]:
-    """Start the host's Chromium at ``executable`` (no isolation at all), its main process tagged with ``marker``.
+async def launch_local(pw: Playwright, executable: str, marker: str, on_demand: bool) -> tuple[Browser, DirectPipe]:
+    """Start the host's Chromium at ``executable`` (no isolation at all), its main process tagged with ``marker``,
+    driven by ``pw``.
 
     ``on_demand``: draw frames only when asked (the headless shell only: :func:`can_draw_on_demand`).
 
@@ -218,14 +192,14 @@ async def launch_local(executable: str, marker: str, on_demand: bool) -> tuple[B
         SandboxError: Chromium did not start.
     """
     args = [f"{MARKER}={marker}", *LOCAL_NETWORK_ARGS, *(ON_DEMAND_ARGS if on_demand else ())]
-    return await _launch([executable], args)
+    return await _launch(pw, [executable], args)
 
 
-async def _launch(command: list[str], args: list[str], fifos: Fifos | None = None) -> tuple[Browser, DirectPipe]:
-    """Playwright's launch of ``command`` + its arguments + ``args``, the pipe relayed by this process."""
+async def _launch(pw: Playwright, command: list[str], args: list[str],
+                  fifos: Fifos | None = None) -> tuple[Browser, DirectPipe]:
+    """``pw``'s launch of ``command`` + its arguments + ``args``, the pipe relayed by this process."""
     from playwright.async_api import Error
 
-    pw = await driver()
     pipe = DirectPipe(fifos)
     attached = asyncio.ensure_future(pipe.attach())
     try:

@@ -7,19 +7,20 @@ pausing after a failed start and handing out only live, young browsers are
 :class:`~agentgym.sandboxes.warm.WarmPool`'s, as for the python sandbox pools.
 Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime` (the one opened around
 the run, else the event loop's default), one per backend, limits and way of drawing, shared by every
-env of the run; closing the runtime closes their spares, then the event loop's Playwright driver.
+env of the run. Their browsers run on that runtime's Playwright driver
+(:mod:`~agentgym.sandboxes.browser.driver`); closing the runtime closes their spares, and the driver
+closes what is left of its browsers (those still lent) and stops.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 from typing import Final
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes.browser.frames import Frames
-from agentgym.sandboxes.browser.launch import BrowserLimits, stop_driver
+from agentgym.sandboxes.browser.launch import BrowserLimits
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
 from agentgym.sandboxes.pool import resolve_backend
 from agentgym.sandboxes.runtime import SandboxRuntime, current
@@ -40,15 +41,20 @@ class BrowserPool(WarmPool[BrowserSandbox]):
         max_size: The most ``size`` may grow to, and the most browsers the pool keeps ready (a
             browser given back beyond it replaces the oldest spare).
         frames: How its browsers draw: ``"free"`` or ``"on_demand"`` (see :func:`create_browser`).
+        runtime: Whose Playwright driver its browsers run on (default: the runtime
+            :func:`~agentgym.sandboxes.runtime.current` when each starts); closing that runtime closes
+            them. The pool itself is its owner's to shut down, unless a runtime holds it (:func:`browser_pool`).
     """
 
     limits: BrowserLimits
 
     def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
-                 *, max_size: int | None = None, frames: Frames = "free") -> None:
+                 *, max_size: int | None = None, frames: Frames = "free",
+                 runtime: SandboxRuntime | None = None) -> None:
         super().__init__(size, max_size, limits or BrowserLimits())
         self.backend = backend
         self.frames: Frames = frames
+        self.runtime = runtime
         self._lent: weakref.WeakSet[BrowserSandbox] = weakref.WeakSet()  # what release() takes back
 
     def __repr__(self) -> str:
@@ -104,13 +110,10 @@ class BrowserPool(WarmPool[BrowserSandbox]):
         return "browser sandbox"
 
     async def _start_spare(self) -> BrowserSandbox:
-        return await create_browser(self.backend, self.limits, frames=self.frames)
+        return await create_browser(self.backend, self.limits, frames=self.frames, runtime=self.runtime)
 
 
 SHARED: Final = "shared browser pools"  # their kind in a runtime, keyed by backend, limits and frames
-DRIVER: Final = "Playwright driver"  # asked for after the pools, so it closes after them
-_driver_users: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
-"""How many open runtimes of each event loop have browser pools: its one Playwright driver serves them all."""
 
 
 async def browser_pool(backend: str = "auto", limits: BrowserLimits | None = None, *, frames: Frames = "free",
@@ -122,24 +125,8 @@ async def browser_pool(backend: str = "auto", limits: BrowserLimits | None = Non
     """
     key = (await resolve_backend(backend), limits or BrowserLimits(), frames)
     within = runtime or current()
-    pool = within.hold(SHARED, key, lambda: BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS,
-                                                        frames=frames))
-    within.hold(DRIVER, None, _Driver)
-    return pool
-
-
-class _Driver:
-    """The event loop's Playwright driver as a runtime's supply: stopped when the last runtime using it closes."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        _driver_users[self.loop] = _driver_users.get(self.loop, 0) + 1
-
-    async def shutdown(self) -> None:
-        _driver_users[self.loop] -= 1
-        if not _driver_users[self.loop]:
-            del _driver_users[self.loop]
-            await stop_driver()  # every browser of it goes too: those still lent are dead to their callers
+    return within.hold(SHARED, key, lambda: BrowserPool(key[0], key[1], size=0, max_size=MAX_SHARED_BROWSERS,
+                                                        frames=frames, runtime=within))
 
 
 async def acquire_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
@@ -185,11 +172,3 @@ async def warm_up_browsers(backend: str = "auto", limits: BrowserLimits | None =
     pool.max_size = max(pool.max_size, count)
     await pool.fill()
 
-
-async def shutdown_browser_pools(runtime: SandboxRuntime | None = None) -> None:
-    """Close the runtime's shared pools' spares (default :func:`current`), then stop this event loop's
-    Playwright driver (and every browser of it)."""
-    within = runtime or current()
-    await within.release(SHARED)
-    await within.release(DRIVER)
-    await stop_driver()  # also when this runtime never asked for a pool (browsers made by create_browser)

@@ -31,11 +31,14 @@ from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
 from agentgym.sandboxes.browser import launch
 from agentgym.sandboxes.browser.direct import DirectPipe, PageSession
+from agentgym.sandboxes.browser.driver import Driver, driver
 from agentgym.sandboxes.browser.frames import Frames, PageFrames
 from agentgym.sandboxes.browser.launch import BrowserLimits
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Page
+
+    from agentgym.sandboxes.runtime import SandboxRuntime
 
 log = logging.getLogger(__name__)
 
@@ -300,8 +303,11 @@ class BrowserSandbox:
 
 
 async def create_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
-                         frames: Frames = "free") -> BrowserSandbox:
+                         frames: Frames = "free", runtime: SandboxRuntime | None = None) -> BrowserSandbox:
     """Start one browser sandbox now, with no pool (see :func:`acquire_browser` for a warm one).
+
+    It runs on ``runtime``'s Playwright driver (:mod:`~agentgym.sandboxes.browser.driver`), so
+    closing that runtime closes it if its caller has not.
 
     Args:
         backend: ``"docker"`` (Chromium's headless shell in a container with no network), ``"local"``
@@ -314,6 +320,7 @@ async def create_browser(backend: str = "auto", limits: BrowserLimits | None = N
             milliseconds instead of 25-35; act and take screenshots through
             :meth:`BrowserSandbox.frames` then. Needs the headless shell (the Docker image has it;
             a local browser without it falls back to ``"free"``).
+        runtime: Whose driver (default: :func:`~agentgym.sandboxes.runtime.current`).
 
     Raises:
         SandboxError: The browser could not be started; the message says why.
@@ -325,21 +332,26 @@ async def create_browser(backend: str = "auto", limits: BrowserLimits | None = N
     limits = limits or BrowserLimits()
     on_demand = frames == "on_demand"
     chosen = await resolve_backend(backend)
+    owner = driver(runtime)
     if chosen == "local":
         _warn_local()
         executable = launch.local_chromium()
         on_demand = on_demand and launch.can_draw_on_demand(executable)
         marker = os.urandom(6).hex()
-        browser, pipe = await launch.launch_local(executable, marker, on_demand)
-        return BrowserSandbox(f"local-{marker}", "local", browser, pipe, limits, marker=marker, on_demand=on_demand)
-    return await _create_docker(limits, on_demand)
+        browser, pipe = await launch.launch_local(await owner.playwright(), executable, marker, on_demand)
+        sandbox = BrowserSandbox(f"local-{marker}", "local", browser, pipe, limits, marker=marker,
+                                 on_demand=on_demand)
+    else:
+        sandbox = await _create_docker(owner, limits, on_demand)
+    await owner.adopt(sandbox)
+    return sandbox
 
 
-async def _create_docker(limits: BrowserLimits, on_demand: bool) -> BrowserSandbox:
+async def _create_docker(owner: Driver, limits: BrowserLimits, on_demand: bool) -> BrowserSandbox:
     ref = await asyncio.to_thread(launch.prepare_image)
     name = launch.container_name()
     try:
-        browser, pipe = await launch.launch_docker(name, ref, limits, on_demand)
+        browser, pipe = await launch.launch_docker(await owner.playwright(), name, ref, limits, on_demand)
         info = await asyncio.to_thread(engine.client().api.inspect_container, name)
     except BaseException:
         await asyncio.shield(asyncio.to_thread(_remove_quietly, name))  # a cancelled start leaks nothing

@@ -1,5 +1,5 @@
 """The browser the GUI tests run on: the Docker browser sandbox (``AGENTGYM_TEST_GUI_BACKEND=local`` for
-the host's Chromium while developing), and its warm pool shut down when the tests end."""
+the host's Chromium while developing), and the runtime its warm pool is in closed when the tests end."""
 
 import os
 
@@ -17,8 +17,9 @@ def gui_backend() -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-async def _shut_browser_pools():
+async def _close_the_default_runtime():
+    """Envs used on their own draw from the event loop's default runtime: its browsers and driver go at the end."""
     yield
-    from agentgym.sandboxes.browser import shutdown_browser_pools
+    from agentgym.sandboxes import runtime
 
-    await shutdown_browser_pools()
+    await runtime.shutdown()

@@ -63,38 +63,37 @@ async def test_seeded_reset_repeats_the_same_problem(gui_backend):
 
 async def test_repeated_resets_start_in_a_prepared_page_with_nothing_of_the_last_episode(gui_backend):
     from agentgym.envs.gui.page import VIEWPORT
+    from agentgym.sandboxes import SandboxRuntime
 
-    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=gui_backend) as env:
-        task = env.tasks()[0]
-        prepared, instructions = [], []
-        for seed in (5, 6, 5, 7):
-            opening = (await env.reset(task, seed=seed))[1].text
-            prepared.append(env.trajectory.info["page_prepared"])
-            instructions.append(opening)
-            page = env._page.page
-            assert await page.evaluate("[localStorage.getItem('seen'), document.cookie]") == [None, ""]
-            await page.evaluate("localStorage.setItem('seen', '1'); document.cookie = 'seen=1'")
-        assert prepared[1:] == [True, True, True]  # every reset prepares the next (the first may be one)
-        assert instructions[0] == instructions[2] != instructions[1]  # a prepared page is seeded the same
+    async with SandboxRuntime() as rt:  # its own, so that closing it shows what closing leaves
+        async with GUIEnv(names="click-button", observation="dom", sandbox_backend=gui_backend, runtime=rt) as env:
+            task = env.tasks()[0]
+            prepared, instructions = [], []
+            for seed in (5, 6, 5, 7):
+                opening = (await env.reset(task, seed=seed))[1].text
+                prepared.append(env.trajectory.info["page_prepared"])
+                instructions.append(opening)
+                page = env._page.page
+                assert await page.evaluate("[localStorage.getItem('seen'), document.cookie]") == [None, ""]
+                await page.evaluate("localStorage.setItem('seen', '1'); document.cookie = 'seen=1'")
+            assert prepared[1:] == [True, True, True]  # every reset prepares the next (the first may be one)
+            assert instructions[0] == instructions[2] != instructions[1]  # a prepared page is seeded the same
 
-        async def broken(context):
-            raise RuntimeError("the page would not load")
+            async def broken(context):
+                raise RuntimeError("the page would not load")
 
-        env._browser.prepare("click-button", broken, viewport=VIEWPORT)  # preparing fails: loaded as usual
-        assert (await env.reset(task, seed=5))[1].text == instructions[0]
-        assert not env.trajectory.info["page_prepared"]
+            env._browser.prepare("click-button", broken, viewport=VIEWPORT)  # preparing fails: loaded as usual
+            assert (await env.reset(task, seed=5))[1].text == instructions[0]
+            assert not env.trajectory.info["page_prepared"]
 
-        spare, _ = await env._browser._spare.task  # prepared, then its page goes away before the reset
-        await spare.pages[0].close()
-        assert (await env.reset(task, seed=5))[1].text == instructions[0]
-        assert not env.trajectory.info["page_prepared"]
-        assert (await env.reset(task, seed=5))[1].text == instructions[0]
-        assert env.trajectory.info["page_prepared"]
-        browser = env._browser
-    assert browser._spare is not None  # given back to the pool with the next episode's context
-    from agentgym.sandboxes.browser import shutdown_browser_pools
-
-    await shutdown_browser_pools()
+            spare, _ = await env._browser._spare.task  # prepared, then its page goes away before the reset
+            await spare.pages[0].close()
+            assert (await env.reset(task, seed=5))[1].text == instructions[0]
+            assert not env.trajectory.info["page_prepared"]
+            assert (await env.reset(task, seed=5))[1].text == instructions[0]
+            assert env.trajectory.info["page_prepared"]
+            browser = env._browser
+        assert browser._spare is not None  # given back to the pool with the next episode's context
     assert not [t for t in asyncio.all_tasks() if "_make_spare" in repr(t.get_coro())]
     assert not browser.connected
 

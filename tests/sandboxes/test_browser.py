@@ -20,12 +20,13 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psutil
 import pytest
 from PIL import Image
 from playwright.async_api import Error as PlaywrightError
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import engine, list_sandboxes, prune
+from agentgym.sandboxes import SandboxRuntime, engine, list_sandboxes, prune
 from agentgym.sandboxes.browser import (
     BrowserLimits,
     BrowserPool,
@@ -35,10 +36,11 @@ from agentgym.sandboxes.browser import (
     launch,
     release_browser,
     serve_directory,
-    shutdown_browser_pools,
 )
 from agentgym.sandboxes.browser import sandbox as browser_sandbox
+from agentgym.sandboxes.browser.driver import DRIVER, driver
 from agentgym.sandboxes.browser.launch import CODE_USER, KIND_LABEL, PIPE_MOUNT
+from agentgym.sandboxes.browser.pool import SHARED
 from tests.conftest import docker_or_skip
 from tests.network import UNANSWERED, host_addresses
 
@@ -80,6 +82,16 @@ async def wait_until(condition, what: str) -> None:  # type: ignore[no-untyped-d
 
 def browser_containers() -> set[str]:
     return {c.id for c in list_sandboxes(BROWSER_LABEL)}
+
+
+def drivers() -> set[int]:
+    """This process's Playwright drivers: the Node processes running ``run-driver`` (zombies are gone)."""
+    found = set()
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "run-driver" in process.cmdline() and process.status() != psutil.STATUS_ZOMBIE:
+                found.add(process.pid)
+    return found
 
 
 async def test_a_page_runs_and_is_served_from_the_host(browser: BrowserSandbox, site: Path) -> None:
@@ -242,15 +254,58 @@ async def test_a_dead_browser_is_not_taken_back(backend: str) -> None:
         await pool.shutdown()
 
 
-async def test_the_shared_pool_reuses_browsers(backend: str) -> None:
-    sandbox = await acquire_browser(backend)
-    try:
+async def test_a_runtime_runs_its_browsers_on_one_driver_and_closing_it_leaves_nothing(backend: str) -> None:
+    before = drivers()  # the default runtime's, if an earlier test started browsers with no runtime
+    async with SandboxRuntime() as rt:
+        sandbox = await acquire_browser(backend)  # from the runtime's shared pool
+        own = await create_browser(backend)  # no pool, no close: still the runtime's to close
+        started = drivers() - before
+        assert len(started) == 1  # the driver the runtime started, for both
         await release_browser(sandbox)
-        assert await acquire_browser(backend) is sandbox
-    finally:
-        await release_browser(sandbox, reusable=False)
-        await shutdown_browser_pools()
-    assert not sandbox.connected
+        assert await acquire_browser(backend) is sandbox  # the shared pool reuses it
+        assert drivers() - before == started and rt.kinds() == [SHARED, DRIVER]
+    assert not sandbox.connected and not own.connected  # lent or made, they went with the runtime
+    assert drivers() == before  # and so did its driver
+    if backend == "docker":
+        await wait_until(lambda: not {sandbox.id, own.id} & browser_containers(), "the containers are removed")
+    async with SandboxRuntime():  # a runtime after one closed starts a driver of its own
+        again = await acquire_browser(backend)
+        assert again is not sandbox and await again.is_alive()
+        assert len(drivers() - before) == 1
+    assert not again.connected and drivers() == before
+
+
+async def test_runtimes_on_two_event_loops_each_stop_only_their_own_driver() -> None:
+    before = drivers()
+    async with SandboxRuntime():
+        here = await acquire_browser("local")
+
+        async def elsewhere() -> tuple[int, bool]:
+            async with SandboxRuntime():
+                there = await acquire_browser("local")
+                return len(drivers() - before), await there.is_alive()
+
+        assert await asyncio.to_thread(asyncio.run, elsewhere()) == (2, True)  # both runtimes' drivers at once
+        assert len(drivers() - before) == 1 and await here.is_alive()  # the other loop's went, this one's stays
+    assert not here.connected and drivers() == before
+
+
+async def test_a_closed_runtimes_driver_launches_nothing_and_closes_a_browser_that_finished_starting_late() -> None:
+    rt = SandboxRuntime()
+    owner = driver(rt)
+    sandbox = await create_browser("local", runtime=rt)
+    assert owner.started
+    await rt.close()
+    assert not owner.started and not sandbox.connected
+    with pytest.raises(SandboxError, match="runtime is closed"):
+        await create_browser("local", runtime=rt)
+    with pytest.raises(SandboxError, match="driver is stopped"):
+        await owner.playwright()
+    async with SandboxRuntime():
+        late = await create_browser("local")  # as if its launch ended after the driver stopped
+        with pytest.raises(SandboxError, match="driver is stopped"):
+            await owner.adopt(late)
+        assert not late.connected
 
 
 async def test_choosing_the_local_backend_warns_that_pages_are_not_isolated(caplog: pytest.LogCaptureFixture) -> None:
