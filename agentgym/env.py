@@ -357,7 +357,7 @@ class Env:
         verifier = self._verifier if self._verifier is not None else type(self).verifier  # a function stays unbound
         if verifier is None:
             return Reward(value=0.0)
-        from agentgym.sandboxes.runtime import SandboxSupply
+        from agentgym.sandboxes.pool import SandboxSupply
 
         state = await self.final_state()
         if self.release_before_scoring:

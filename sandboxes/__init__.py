@@ -23,9 +23,9 @@ until a Docker sandbox is asked for.
 from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.builder import build_image, image_tag
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, acquire, shutdown_pools, warm_up
+from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, SandboxSupply, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
-from agentgym.sandboxes.runtime import SandboxRuntime, SandboxSupply
+from agentgym.sandboxes.runtime import SandboxRuntime
 
 __all__ = [
     "ContainerInfo",

@@ -399,6 +399,28 @@ async def acquire(
     return await pool.acquire()
 
 
+@dataclasses.dataclass(frozen=True)
+class SandboxSupply:
+    """Where a live episode's sandboxes come from: what its verifier gets (``Episode.sandboxes``) rather than the env.
+
+    The env's backend and image and the runtime it draws from are enough to start sandboxes as the
+    env does, so a verifier needs no handle on the env itself (whose tools and state are the model's).
+
+    Attributes:
+        backend: The env's ``sandbox_backend``: a backend name or a provider such as a ``SandboxPool``.
+        image: The env's ``sandbox_image`` (``"python"`` for an env without one).
+        runtime: The runtime the env's sandboxes come from.
+    """
+
+    backend: str | SandboxProvider
+    image: str
+    runtime: SandboxRuntime
+
+    async def acquire(self, *, verifier: bool | str = True) -> Sandbox:
+        """A sandbox of the env's image from the runtime's verifier pool (one a model is never lent
+        afterwards; see :func:`~agentgym.sandboxes.pool.acquire`); the caller closes it."""
+        return await acquire(self.backend, image=self.image, verifier=verifier, runtime=self.runtime)
+
 async def warm_up(
     backend: str = "auto", *, image: str = "python", limits: Limits | None = None, count: int = 1,
     verifier: bool | str = False, runtime: SandboxRuntime | None = None,

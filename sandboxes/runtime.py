@@ -31,15 +31,10 @@ import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Hashable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from agentgym.errors import SandboxError
-
-if TYPE_CHECKING:
-    from agentgym.sandboxes.base import Sandbox
-    from agentgym.sandboxes.pool import SandboxProvider
 
 log = logging.getLogger(__name__)
 
@@ -175,27 +170,3 @@ async def shutdown() -> None:
     if default is not None:
         await default.close()
 
-
-@dataclass(frozen=True)
-class SandboxSupply:
-    """Where a live episode's sandboxes come from: what its verifier gets (``Episode.sandboxes``) rather than the env.
-
-    The env's backend and image and the runtime it draws from are enough to start sandboxes as the
-    env does, so a verifier needs no handle on the env itself (whose tools and state are the model's).
-
-    Attributes:
-        backend: The env's ``sandbox_backend``: a backend name or a provider such as a ``SandboxPool``.
-        image: The env's ``sandbox_image`` (``"python"`` for an env without one).
-        runtime: The runtime the env's sandboxes come from.
-    """
-
-    backend: str | SandboxProvider
-    image: str
-    runtime: SandboxRuntime
-
-    async def acquire(self, *, verifier: bool | str = True) -> Sandbox:
-        """A sandbox of the env's image from the runtime's verifier pool (one a model is never lent
-        afterwards; see :func:`~agentgym.sandboxes.pool.acquire`); the caller closes it."""
-        from agentgym.sandboxes.pool import acquire
-
-        return await acquire(self.backend, image=self.image, verifier=verifier, runtime=self.runtime)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agentgym.types import Reward, Task, Trajectory
 
 if TYPE_CHECKING:
-    from agentgym.sandboxes.runtime import SandboxSupply
+    from agentgym.sandboxes.pool import SandboxSupply
 
 
 @dataclass(frozen=True)
