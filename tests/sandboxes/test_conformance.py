@@ -18,6 +18,29 @@ async def test_backend_meets_the_contract(backend: str, check: str) -> None:
     assert await check_sandbox(backend, checks=[check]) == [check]
 
 
+@pytest.mark.parametrize("check", list(SANDBOX_CHECKS))
+async def test_the_plain_twins_meet_the_contract(backend: str, check: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each fast path has a plain twin that must behave the same, so the same checks run on it: python
+    calls through the supervisor instead of on the lent session's own pipes, and on Docker the attach
+    stream instead of the direct socket (both what a remote engine gets, where no descriptor travels)."""
+    from agentgym.sandboxes import docker, hosts
+    from agentgym.sandboxes.pool import resolve_backend, start
+
+    resolved = await resolve_backend(backend)
+    if resolved == "docker":
+        monkeypatch.setattr(docker, "_direct", {hosts.default(): False})  # this engine: the attach stream
+
+    async def plain():  # type: ignore[no-untyped-def]
+        box = await start(resolved, "python", SMALL)
+        if box.lender is not None:  # the local backend lends its session on a socketpair: not this time
+            box.lender.close()
+            box.lender = None
+        assert resolved == "local" or box.client.protocol.multiplexed
+        return box
+
+    assert await check_sandbox(plain, checks=[check]) == [check]
+
+
 @pytest.mark.docker
 async def test_the_oldest_python_promised_meets_the_contract() -> None:
     """The supervisor on the ``python-oldest`` image (Debian bullseye's Python 3.9): every check, one run."""
