@@ -298,7 +298,7 @@ def test_eval_cli_reference_and_baseline(task, tmp_path) -> None:
 
 
 def test_another_try_continues_from_the_submitted_patch(task) -> None:
-    from agentgym.wrappers import TryAgain
+    from agentgym.feedback import TryAgain
 
     half = Script(("str_replace", {"path": "calc/__init__.py", "old_str": "def slow():",
                                    "new_str": "def slow():  # tried"}))
