@@ -1,6 +1,6 @@
 """The code env's verifier: the task's tests, run against the submission where it cannot reach them.
 
-The work is :mod:`~agentgym.envs.code.verifier`'s (docs/threat-model.md); this is its reward.
+The work is :mod:`~agentgym.envs.code.grading`'s (docs/threat-model.md); this is its reward.
 """
 
 from __future__ import annotations
