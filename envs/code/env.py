@@ -17,7 +17,7 @@ from agentgym.types import Reward, Task
 from .grading import Report, verify
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
-from .verify import PassesTests
+from .verifier import PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
