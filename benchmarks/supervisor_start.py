@@ -31,8 +31,8 @@ from results_file import portable, run_args, run_info, run_options, save_results
 from stats import fmt, summarize
 
 from agentgym.sandboxes import docker, local
-from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
+from agentgym.sandboxes.contract import Limits
 
 BACKENDS = {"local": local, "docker": docker}
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
-    from agentgym.sandboxes.base import Limits
+    from agentgym.sandboxes.contract import Limits
     from agentgym.sandboxes.hosts import Endpoint
     from agentgym.sandboxes.sandbox import AgentSandbox
 

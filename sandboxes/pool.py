@@ -38,7 +38,7 @@ from typing import Protocol
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import backends, engine
-from agentgym.sandboxes.base import Limits, Sandbox
+from agentgym.sandboxes.contract import Limits, Sandbox
 from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
 from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.sandbox import AgentSandbox

@@ -1,4 +1,4 @@
-"""What every backend shares: the :class:`~agentgym.sandboxes.base.Sandbox` methods, spoken to the supervisor.
+"""What every backend shares: the :class:`~agentgym.sandboxes.contract.Sandbox` methods, spoken to the supervisor.
 
 A backend only starts the supervisor somewhere (a container, a bubblewrap jail), connects an
 :class:`~agentgym.sandboxes.protocol.SupervisorClient` to it and says how to destroy it; the rest lives
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes import fork, lent
-from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
+from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult
 from agentgym.sandboxes.protocol import SupervisorClient
 
 if TYPE_CHECKING:
