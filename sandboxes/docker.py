@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import attach, builder, channel, commit, engine, fork, hosts, reaper
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
+from agentgym.sandboxes.client import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox
 
 if TYPE_CHECKING:

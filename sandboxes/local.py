@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import fork
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
+from agentgym.sandboxes.client import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.contract import Limits
-from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.sandbox import AgentSandbox
 
 if TYPE_CHECKING:

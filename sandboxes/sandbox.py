@@ -1,7 +1,7 @@
 """What every backend shares: the :class:`~agentgym.sandboxes.contract.Sandbox` methods, spoken to the supervisor.
 
 A backend only starts the supervisor somewhere (a container, a bubblewrap jail), connects an
-:class:`~agentgym.sandboxes.protocol.SupervisorClient` to it and says how to destroy it; the rest lives
+:class:`~agentgym.sandboxes.client.SupervisorClient` to it and says how to destroy it; the rest lives
 here, so both backends behave the same. The destroy function is held by a ``weakref.finalize``, so
 a sandbox nobody closed is still destroyed when it is garbage-collected or when the interpreter
 exits: the synchronous backstop behind ``close()``.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
 from agentgym.sandboxes import fork, lent
+from agentgym.sandboxes.client import SupervisorClient
 from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult
-from agentgym.sandboxes.protocol import SupervisorClient
 
 if TYPE_CHECKING:
     import socket

@@ -13,8 +13,8 @@ import pytest
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import channel, docker, hosts, reaper
+from agentgym.sandboxes.client import SupervisorProtocol
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.protocol import SupervisorProtocol
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 from tests.sandboxes.test_leaks import dead_pid
