@@ -36,7 +36,7 @@ from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, sup
 from agentgym.sandboxes.client import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox
+from agentgym.sandboxes.supervised import STARTUP_TIMEOUT, SupervisedSandbox
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 # The supervisor runs as root with only the capabilities to switch user and to signal; everything it
 # starts runs as CODE_USER with none, so user code cannot kill the supervisor (kill -9 -1) or regain root.
-AGENT_USER = "0:0"
-AGENT_CAPS = ["SETUID", "SETGID", "KILL"]
+SUPERVISOR_USER = "0:0"
+SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
 CODE_USER = (65534, 65534)
 WORKDIR = "/work"
 ENVIRONMENT = {
@@ -63,7 +63,7 @@ _direct: dict[Endpoint, bool] = {}  # per engine: requests over a unix socket (d
 _direct_proven: set[Endpoint] = set()  # engines where a direct sandbox has worked: later failures are not the path's
 
 
-class DockerSandbox(AgentSandbox):
+class DockerSandbox(SupervisedSandbox):
     """A sandbox that is one container; ``id`` is the container id, ``endpoint`` the engine it runs on."""
 
     recyclable = True  # code is CODE_USER in the container's own pid, IPC and mount namespaces
@@ -76,7 +76,7 @@ class DockerSandbox(AgentSandbox):
         super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot), lender)
         self._attach = attach  # the attach stream's transport (it carries the supervisor's stderr)
 
-    async def _start_like(self, n: int) -> list[AgentSandbox]:
+    async def _start_like(self, n: int) -> list[SupervisedSandbox]:
         """``n`` containers like this one: its image, or a commit of its writable root, and its limits."""
         endpoint = self.endpoint
         image = await asyncio.to_thread(commit.image_for_forks, self.id, endpoint)
@@ -243,7 +243,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         # code owns nothing here it could mark (times, modes) for the next user of a recycled sandbox.
         tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: disk},
         cap_drop=["ALL"],
-        cap_add=AGENT_CAPS,
+        cap_add=SUPERVISOR_CAPS,
         security_opt=["no-new-privileges"],
         ulimits=[
             docker.types.Ulimit(name="core", soft=0, hard=0),
@@ -261,7 +261,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         created = api.create_container(
             ref,
             command=supervisor_argv("python3", config),
-            user=AGENT_USER,
+            user=SUPERVISOR_USER,
             environment=ENVIRONMENT,
             working_dir=WORKDIR,
             labels=labels,

@@ -50,7 +50,7 @@ from agentgym.sandboxes import fork
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
 from agentgym.sandboxes.client import SupervisorClient, SupervisorProtocol
 from agentgym.sandboxes.contract import Limits
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.hosts import Endpoint
@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 PATH = "/usr/local/bin:/usr/bin:/bin"
 JAIL_WORKDIR = "/work"
 JAIL_UID = 65534  # the uid everything has inside an unprivileged jail
-AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+SUPERVISOR_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 # Per-sandbox uids when running as root: far above any real account.
 UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
@@ -71,7 +71,7 @@ NOFILE = 1024
 WORKDIR_PARENT = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
 
-class LocalSandbox(AgentSandbox):
+class LocalSandbox(SupervisedSandbox):
     """A sandbox that is one local process tree; ``id`` is ``local-<pid>``."""
 
     def __init__(
@@ -86,7 +86,7 @@ class LocalSandbox(AgentSandbox):
         # Code under a uid of its own, in private mount and IPC namespaces: it can be wiped.
         self.recyclable = recyclable
 
-    async def _start_like(self, n: int) -> list[AgentSandbox]:
+    async def _start_like(self, n: int) -> list[SupervisedSandbox]:
         return await fork.start_all(n, lambda: create(self.limits))
 
 
@@ -309,7 +309,7 @@ def jail_argv(python: str, limits: Limits, code_uid: int | None) -> list[str]:
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         argv += [] if limits.network else ["--unshare-net"]
         argv += ["--cap-drop", "ALL"]
-        for cap in AGENT_CAPS:
+        for cap in SUPERVISOR_CAPS:
             argv += ["--cap-add", cap]
     else:
         argv += ["--unshare-all", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID)]

@@ -45,7 +45,7 @@ from agentgym.errors import DataError, SandboxError
 from agentgym.sandboxes import Limits, PythonResult, Sandbox, SandboxPool, SandboxProvider
 from agentgym.sandboxes.pool import shared_pool
 from agentgym.sandboxes.runtime import SandboxRuntime
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 from .grader import FRAME_RESULTS_BYTES
 from .testplan import TaskError, TestPlan, plan
@@ -421,13 +421,13 @@ class VerifierSandboxes:
         self.image = image
         self.runtime = runtime
 
-    async def submission(self) -> AgentSandbox:
+    async def submission(self) -> SupervisedSandbox:
         return await (await self._pool(SUBMISSIONS)).acquire()
 
-    async def grader(self) -> AgentSandbox:
+    async def grader(self) -> SupervisedSandbox:
         return await (await self._pool(GRADERS)).acquire()
 
-    async def keep_grader(self, sandbox: AgentSandbox, *, reusable: bool) -> None:
+    async def keep_grader(self, sandbox: SupervisedSandbox, *, reusable: bool) -> None:
         if reusable:
             (await self._pool(GRADERS)).keep(sandbox)
         else:

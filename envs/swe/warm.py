@@ -43,7 +43,7 @@ from agentgym.sandboxes import Limits, engine
 from agentgym.sandboxes.bootstrap import supervisor_sources
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.runtime import SandboxRuntime, current
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 from .tasks import REPO_DIR
 
@@ -75,7 +75,7 @@ class Fresh:
     ignored: list[list[Any]]  # the ignored paths' state, from the record
 
 
-async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
+async def start_fresh(image: str, limits: Limits = LIMITS) -> SupervisedSandbox:
     """A new container of ``image``; the caller destroys it.
 
     Raises:
@@ -90,7 +90,7 @@ async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
         raise EnvError(f"could not start a SWE sandbox from {image}: {e}") from e
 
 
-async def snapshot(sandbox: AgentSandbox) -> Fresh:
+async def snapshot(sandbox: SupervisedSandbox) -> Fresh:
     """What a fresh sandbox looks like, before anyone touched it: what a reset must give back."""
     status = await _run(sandbox, f"{_STATUS} --porcelain --ignored", "git status")
     ignored = [line[3:] for line in status.splitlines() if line.startswith("!! ")]
@@ -100,7 +100,7 @@ async def snapshot(sandbox: AgentSandbox) -> Fresh:
                  record=record, ignored=json.loads(record)["ignored"])
 
 
-async def _inside(sandbox: AgentSandbox, command: str, *args: str, record: str | None = None) -> str:
+async def _inside(sandbox: SupervisedSandbox, command: str, *args: str, record: str | None = None) -> str:
     """Run :mod:`~agentgym.envs.swe.reset_inside` ``command`` in the sandbox; what it wrote (JSON).
 
     Its files go to a folder of their own in ``/tmp``, written anew each time (the model could have
@@ -133,7 +133,7 @@ _PROCESSES_LEFT = (
 )
 
 
-async def _run(sandbox: AgentSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
+async def _run(sandbox: SupervisedSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
     done = await sandbox.exec(cmd, cwd=cwd, timeout=RESET_TIMEOUT)
     if done.exit_code != 0 or done.truncated:
         raise SandboxError(f"{what} failed ({done.exit_code}): {done.output[-500:]}")
@@ -149,7 +149,7 @@ def _docker_diff(container_id: str) -> list[str]:
         raise SandboxError(f"docker diff failed: {e}") from e
 
 
-async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
+async def reset_to_base(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: str) -> str | None:
     """Reset a used sandbox to its fresh state at ``base_commit``; None when every check passes, else why not."""
     try:
         await sandbox.exec("kill -9 -1 2>/dev/null; true", timeout=RESET_TIMEOUT)
@@ -161,7 +161,7 @@ async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -
         return f"the reset failed: {e}"
 
 
-async def _reset_and_check(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
+async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: str) -> str | None:
     await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
                        cwd="/", timeout=RESET_TIMEOUT)
     if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
@@ -211,11 +211,11 @@ class WarmSandboxes:
     """
 
     def __init__(self) -> None:
-        self.idle: dict[str, list[tuple[AgentSandbox, Fresh]]] = {}
-        self.fresh_of: weakref.WeakKeyDictionary[AgentSandbox, Fresh] = weakref.WeakKeyDictionary()
+        self.idle: dict[str, list[tuple[SupervisedSandbox, Fresh]]] = {}
+        self.fresh_of: weakref.WeakKeyDictionary[SupervisedSandbox, Fresh] = weakref.WeakKeyDictionary()
         self.discarded: list[str] = []  # why sandboxes were not reused, most recent last (for tests and logs)
 
-    async def take(self, image: str, limits: Limits = LIMITS) -> tuple[AgentSandbox, bool]:
+    async def take(self, image: str, limits: Limits = LIMITS) -> tuple[SupervisedSandbox, bool]:
         """A sandbox of ``image`` at its fresh state, and whether it was reused (warm)."""
         idle = self.idle.get(image, [])
         while idle:
@@ -232,7 +232,7 @@ class WarmSandboxes:
             raise
         return sandbox, False
 
-    async def give_back(self, image: str, sandbox: AgentSandbox, base_commit: str) -> str | None:
+    async def give_back(self, image: str, sandbox: SupervisedSandbox, base_commit: str) -> str | None:
         """Reset ``sandbox`` and keep it for the next episode of ``image``; None if kept, else why it was destroyed."""
         fresh = self.fresh_of.pop(sandbox, None)
         why = "no record of its fresh state" if fresh is None else await reset_to_base(sandbox, fresh, base_commit)

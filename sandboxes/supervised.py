@@ -40,7 +40,7 @@ PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 RECYCLE_TIMEOUT = 10.0
 
-class AgentSandbox:
+class SupervisedSandbox:
     """A sandbox whose supervisor answers on ``client``; the backend passes how to destroy it.
 
     Attributes:
@@ -79,7 +79,7 @@ class AgentSandbox:
         self._finalizer = finalizer  # destroys the sandbox if this handle is dropped unclosed
         self._closed = False
         # Set by a recycling pool while the sandbox is lent out: called with (sandbox, reusable).
-        self.return_to: Callable[[AgentSandbox, bool], None] | None = None
+        self.return_to: Callable[[SupervisedSandbox, bool], None] | None = None
         self._lent = session
         self._cut_off = False  # a call on the lent session was cancelled: the next one starts a new session
         self._python_lock = asyncio.Lock()
@@ -223,7 +223,7 @@ class AgentSandbox:
             return False
         return True
 
-    async def recycle(self) -> AgentSandbox | None:
+    async def recycle(self) -> SupervisedSandbox | None:
         """Wipe this (closed) sandbox back to fresh and return it as a new object, or None if it cannot be.
 
         Fresh means what a new sandbox has, checked inside by the supervisor (its ``wipe`` op): no process
@@ -259,7 +259,7 @@ class AgentSandbox:
         fresh._hold(weakref.finalize(fresh, destroy, *args), session)
         return fresh
 
-    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[AgentSandbox]:
+    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[SupervisedSandbox]:
         """``n`` new sandboxes that start from this one's current files, for branching an episode at a turn.
 
         Each fork has the same image and limits, a copy of every file code could have written (the
@@ -323,14 +323,14 @@ class AgentSandbox:
         self.client.close()
         await asyncio.to_thread(self._finalizer)
 
-    async def __aenter__(self) -> AgentSandbox:
+    async def __aenter__(self) -> SupervisedSandbox:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # ----------------------------------------------------------------- for backends
-    async def _start_like(self, n: int) -> list[AgentSandbox]:
+    async def _start_like(self, n: int) -> list[SupervisedSandbox]:
         """``n`` fresh, empty sandboxes of this one's kind and limits: what :meth:`fork` fills."""
         raise SandboxError(f"{type(self).__name__} sandboxes cannot be forked")
 
