@@ -48,7 +48,7 @@ async def one(backend: str, payload: bytes, calls: int) -> dict[str, float]:
     finally:
         module.supervisor_payload = supervisor_payload  # type: ignore[attr-defined]
     try:
-        await sandbox.run_python("print(1)")  # the first call takes the lent session
+        await sandbox.run_python("print(1)")  # the first call takes the direct session
         took = []
         for _ in range(calls):
             began = time.perf_counter()

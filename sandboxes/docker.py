@@ -70,10 +70,11 @@ class DockerSandbox(SupervisedSandbox):
 
     def __init__(
         self, id: str, limits: Limits, client: SupervisorClient, attach: Any, rundir: str | None,
-        slot: hosts.Slot | None = None, lender: socket.socket | None = None,
+        slot: hosts.Slot | None = None, session_socket: socket.socket | None = None,
     ) -> None:
         self.endpoint = slot.endpoint if slot is not None else hosts.default()
-        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot), lender)
+        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot),
+                         session_socket)
         self._attach = attach  # the attach stream's transport (it carries the supervisor's stderr)
 
     async def _start_like(self, n: int) -> list[SupervisedSandbox]:
@@ -179,9 +180,9 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
         attached.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
         transport: asyncio.WriteTransport = attached
         protocol = attach_protocol
-        lender = None
+        session_socket = None
         if listener is not None:
-            conn, lender = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
+            conn, session_socket = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
             transport, protocol = await loop.create_connection(
                 lambda: SupervisorProtocol(stderr=attach_protocol.stderr), sock=conn
             )
@@ -194,7 +195,7 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
             raise SandboxError(f"{e}: {said}") from e
         raise
     client = SupervisorClient(transport, protocol, name=container_id[:12])
-    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, lender)
+    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, session_socket)
     await sandbox._wait_ready()
     if direct:
         _direct_proven.add(endpoint)

@@ -76,10 +76,10 @@ class LocalSandbox(SupervisedSandbox):
 
     def __init__(
         self, limits: Limits, client: SupervisorClient, proc: subprocess.Popen[bytes], uid: int | None,
-        workdir: str | None, recyclable: bool, lender: socket.socket | None = None,
+        workdir: str | None, recyclable: bool, session_socket: socket.socket | None = None,
     ) -> None:
         destroy = functools.partial(_destroy, proc, uid, workdir)
-        super().__init__(f"local-{proc.pid}", limits, client, destroy, lender)
+        super().__init__(f"local-{proc.pid}", limits, client, destroy, session_socket)
         self.proc = proc
         self._uid = uid
         self._workdir = workdir
@@ -200,8 +200,8 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             env["TMPDIR"] = workdir
             run_as, recyclable = uid, False
         argv = supervisor_argv(python, config)
-    # The socket the supervisor lends its Python session on (see agentgym.sandboxes.lent): its end keeps its number.
-    lender, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    # The socket the supervisor sends its session's pipes on (sandboxes/direct_session.py): its end keeps its number.
+    session_socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     config["lend_fd"] = theirs.fileno()
     argv[-1] = json.dumps(config)
     try:
@@ -213,7 +213,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             user=run_as, group=run_as, extra_groups=[] if run_as is not None else None,
         )
     except OSError as e:
-        lender.close()
+        session_socket.close()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
         if uid is not None:
@@ -221,14 +221,14 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         raise SandboxError(f"could not start the local sandbox supervisor: {e}") from e
     finally:
         theirs.close()
-    lender.setblocking(False)
+    session_socket.setblocking(False)
     loop = asyncio.get_running_loop()
     assert proc.stdin is not None and proc.stdout is not None
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
     transport.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
     _, protocol = await loop.connect_read_pipe(SupervisorProtocol, proc.stdout)
     client = SupervisorClient(transport, protocol, name=f"local-{proc.pid}")
-    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, lender)
+    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, session_socket)
     await sandbox._wait_ready()
     return sandbox
 

@@ -1,4 +1,4 @@
-"""Python calls on a lent session (agentgym.sandboxes.lent): the host talks to the session itself, the
+"""Python calls on a direct session (agentgym.sandboxes.direct_session): the host talks to the session itself, the
 supervisor only starts and restarts sessions; what the session's code does to its own pipes is bounded."""
 
 from __future__ import annotations
@@ -28,29 +28,29 @@ def reply_pipe():
 """
 
 
-def agent_requests(sandbox: SupervisedSandbox) -> int:
+def supervisor_requests(sandbox: SupervisedSandbox) -> int:
     """How many requests the host has sent the supervisor so far."""
     return sandbox.client._next_id
 
 
-async def test_python_calls_do_not_go_through_the_agent(sandbox: SupervisedSandbox) -> None:
-    assert sandbox.lender is not None
+async def test_python_calls_do_not_go_through_the_supervisor(sandbox: SupervisedSandbox) -> None:
+    assert sandbox.session_socket is not None
     await sandbox.run_python("x = 1")
-    before = agent_requests(sandbox)
+    before = supervisor_requests(sandbox)
     for i in range(50):
         result = await sandbox.run_python(f"x += 1\nprint(x, {i})")
         assert result.output == f"{i + 2} {i}\n" and not result.restarted
-    assert agent_requests(sandbox) == before
+    assert supervisor_requests(sandbox) == before
 
 
 @pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}", plain_reply(2),
                                     plain_reply(2) * 2, plain_reply(1)])
-@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
+@pytest.mark.parametrize("path", ["direct", "through the supervisor"])
 async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: SupervisedSandbox, forged: bytes,
                                                                   path: str) -> None:
     if path == "through the supervisor":
-        sandbox._drop_lent()
-        sandbox.lender = None
+        sandbox._drop_session()
+        sandbox.session_socket = None
     await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")  # call 1: the forged replies are call 2's
     result = await sandbox.run_python(f"import time\nos.write(reply_pipe(), {forged!r})\ntime.sleep(0.3)")
     if not result.restarted:  # a well-formed forged reply ends the call early; the real one then has an old number
@@ -99,7 +99,7 @@ async def test_the_session_holds_no_socket(sandbox: SupervisedSandbox) -> None:
     assert "socket" not in result.output and "pipe" in result.output
 
 
-async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(backend: str) -> None:
+async def test_a_wipe_hands_over_the_new_session_and_the_old_handle_reaches_none(backend: str) -> None:
     pool = SandboxPool(backend, "python", SMALL, size=1, max_size=1)
     try:
         first = await pool.acquire()
@@ -107,10 +107,10 @@ async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(back
         await first.close()
         second = await pool.acquire()
         assert second is not first and second.id == first.id  # the same container, recycled
-        before = agent_requests(second)
+        before = supervisor_requests(second)
         result = await second.run_python("print(globals().get('secret'))")
         assert result.output == "None\n"
-        assert agent_requests(second) == before  # the session came with the wipe's reply
+        assert supervisor_requests(second) == before  # the session came with the wipe's reply
         with pytest.raises(SandboxError, match="closed"):
             await first.run_python("print(secret)")
         await second.close()
@@ -128,22 +128,22 @@ async def test_a_call_cancelled_by_its_caller_leaves_nothing_for_the_next(sandbo
     assert (await sandbox.run_python("print(4)")).output == "4\n"
 
 
-async def test_the_lent_pipes_are_not_inherited_by_what_this_process_starts(sandbox: SupervisedSandbox) -> None:
+async def test_the_session_pipes_are_not_inherited_by_what_this_process_starts(sandbox: SupervisedSandbox) -> None:
     import os
 
     await sandbox.run_python("print(1)")
-    session = sandbox._lent
+    session = sandbox._session
     assert session is not None
     for fd in (session.code_in, session.replies, session.stdout, session.stderr):
         assert not os.get_inheritable(fd)
 
 
-@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
+@pytest.mark.parametrize("path", ["direct", "through the supervisor"])
 async def test_code_with_a_lone_surrogate_is_the_codes_own_error(sandbox: SupervisedSandbox, path: str) -> None:
     # JSON lets a model send "\ud800"; no Python can run it, and the session lives on either way
     if path == "through the supervisor":
-        sandbox._drop_lent()
-        sandbox.lender = None
+        sandbox._drop_session()
+        sandbox.session_socket = None
     await sandbox.run_python("kept = 5")
     result = await sandbox.run_python("x = '\ud800'\nprint(1)")
     assert result.error is not None and "UnicodeDecodeError" in result.error and not result.restarted
@@ -156,13 +156,13 @@ def frame(body):
 """
 
 
-@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
+@pytest.mark.parametrize("path", ["direct", "through the supervisor"])
 async def test_a_deeply_nested_reply_is_garbled_at_once(sandbox: SupervisedSandbox, path: str) -> None:
     """A well-formed JSON frame that nests past any parser's recursion ends the call as garbled at once
     (it used to raise RecursionError in the host's reader and hang the call until its timeout)."""
     if path == "through the supervisor":
-        sandbox._drop_lent()
-        sandbox.lender = None
+        sandbox._drop_session()
+        sandbox.session_socket = None
     await sandbox.run_python(FIND_REPLY_PIPE + FRAME)
     started = asyncio.get_running_loop().time()
     result = await sandbox.run_python("import time\nos.write(reply_pipe(), frame(b'[' * 100000 + b']' * 100000))\n"
@@ -178,8 +178,8 @@ async def test_every_field_of_a_forged_reply_is_bounded(sandbox: SupervisedSandb
     cap = SMALL.output_bytes
     for error, refused in (("\U0001f600" * cap, True), ("v" * (cap + 5000), True), ("v" * (cap + 2000), False)):
         await sandbox.run_python(FIND_REPLY_PIPE + FRAME + "import json, time")
-        assert sandbox._lent is not None
-        call = sandbox._lent._calls + 1
+        assert sandbox._session is not None
+        call = sandbox._session._calls + 1
         body = f"json.dumps({{'call': {call}, 'error': {error[:1]!r} * {len(error)}, 'broken': False}})"
         result = await sandbox.run_python(f"os.write(reply_pipe(), frame({body}.encode()))\ntime.sleep(5)")
         if refused:
