@@ -38,8 +38,8 @@ from agentgym.types import Reward
 
 from . import guard, protect, testrun
 from .grading import Grade, grade, not_applied, parser_name, patch_similarity, tampered
+from .kept import GIT, LIMITS, start_fresh
 from .tasks import REPO_DIR, SWETask
-from .warm import GIT, LIMITS, start_fresh
 
 if TYPE_CHECKING:
     from .env import SWEEnv

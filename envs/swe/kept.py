@@ -1,9 +1,9 @@
-"""SWE sandboxes: fresh containers of a task's image, and warm reuse by resetting one to its base.
+"""SWE sandboxes: fresh containers of a task's image, and kept ones reused by resetting them to their base.
 
 A SWE repository lives at ``/testbed`` in the container's own filesystem (``Limits.writable_root``),
 so the agent's generic wipe, which checks every writable mount file by file, cannot vouch for it and a
 pool would destroy it. Instead, when an episode ends its sandbox is reset here, in about the time of a
-``git reset``, and reused only if every check passes (:meth:`WarmSandboxes.give_back`):
+``git reset``, and reused only if every check passes (:meth:`KeptSandboxes.give_back`):
 
 1. every process of the code's user is killed (``kill -9 -1`` as that user), and none is left;
 2. ``/tmp``, ``/work`` (the code's ``$HOME``) and ``/dev/shm`` are emptied and hold what they held at start;
@@ -202,7 +202,7 @@ def _expected(path: str) -> bool:
     return True
 
 
-class WarmSandboxes:
+class KeptSandboxes:
     """Reset sandboxes of each image, ready for the next episode on that image (one set per sandbox runtime).
 
     ``take`` hands out a reset one (or starts a fresh container); ``give_back`` resets one after its
@@ -216,7 +216,7 @@ class WarmSandboxes:
         self.discarded: list[str] = []  # why sandboxes were not reused, most recent last (for tests and logs)
 
     async def take(self, image: str, limits: Limits = LIMITS) -> tuple[SupervisedSandbox, bool]:
-        """A sandbox of ``image`` at its fresh state, and whether it was reused (warm)."""
+        """A sandbox of ``image`` at its fresh state, and whether it was reused (kept from an earlier episode)."""
         idle = self.idle.get(image, [])
         while idle:
             sandbox, fresh = idle.pop()
@@ -255,8 +255,8 @@ class WarmSandboxes:
 KEPT = "SWE sandboxes kept for the next episode"  # their kind in a sandbox runtime
 
 
-def warm_sandboxes(runtime: SandboxRuntime | None = None) -> WarmSandboxes:
-    """The runtime's :class:`WarmSandboxes` (default: :func:`~agentgym.sandboxes.runtime.current`), shared
+def kept_sandboxes(runtime: SandboxRuntime | None = None) -> KeptSandboxes:
+    """The runtime's :class:`KeptSandboxes` (default: :func:`~agentgym.sandboxes.runtime.current`), shared
     by every SWE env of the run and destroyed with the runtime."""
-    return (runtime or current()).hold(KEPT, None, WarmSandboxes)
+    return (runtime or current()).hold(KEPT, None, KeptSandboxes)
 
