@@ -30,7 +30,7 @@ from agentgym.types import (
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
-    from agentgym.sandboxes.base import Sandbox
+    from agentgym.sandboxes.contract import Sandbox
     from agentgym.sandboxes.runtime import SandboxRuntime
 
 
@@ -124,7 +124,7 @@ class Env:
     - :meth:`tasks` lists built-in tasks, :meth:`load_tasks` reads a task file, and
       :meth:`scripted_policies` names a ``reference`` (and a ``baseline``) policy;
     - :meth:`respond` answers a plain-text reply with a turn of the env's own (a simulated user), and
-      :meth:`review` may give the model another try after a final answer (see ``agentgym.wrappers``).
+      :meth:`review` may give the model another try after a final answer (see ``agentgym.feedback``).
 
     Set :attr:`sandbox_image` and the base class takes a sandbox from ``sandbox_backend`` on ``reset``
     (``self.sandbox``, the live one) and returns it on the next reset or ``close``. Whatever kind of
@@ -203,8 +203,8 @@ class Env:
                 the current episode is ``self.sandbox``.
             verifier: Score episodes with this instead of the class's :attr:`verifier`.
             user: Answers plain-text replies (a :class:`~agentgym.users.SimulatedUser`), see :meth:`respond`.
-            feedback: Reviews final answers (:class:`~agentgym.wrappers.TryAgain`,
-                :class:`~agentgym.wrappers.LanguageFeedback`), see :meth:`review`.
+            feedback: Reviews final answers (:class:`~agentgym.feedback.TryAgain`,
+                :class:`~agentgym.feedback.LanguageFeedback`), see :meth:`review`.
             runtime: The :class:`~agentgym.sandboxes.runtime.SandboxRuntime` whose pools and kept
                 sandboxes this env draws from, and which closes them; default: the one opened
                 around the caller (``async with SandboxRuntime():``), else the event loop's default.

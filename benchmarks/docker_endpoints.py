@@ -30,7 +30,7 @@ from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, percentile, summarize
 
 from agentgym.sandboxes import builder, docker, hosts
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.testing.dockerd import second_engine
 

@@ -20,7 +20,7 @@ sessions' faults per episode in milliseconds.
     python benchmarks/episode_cost.py --against old_agent.py   # A/B, windows interleaved
     git worktree add ../old OLD                                 # or another checkout's package
     python benchmarks/episode_cost.py --against ../old/sandboxes/supervisor
-    python benchmarks/episode_cost.py --through-agent     # lent sessions against calls through the agent
+    python benchmarks/episode_cost.py --through-agent     # direct sessions against calls through the agent
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ async def window(env: Any, steps: int, seconds: float) -> dict[str, Any]:
 
 
 def payload_of(path: str) -> tuple[bytes, bool]:
-    """What the bootstrap reads to start the supervisor at ``path``, and whether it lends sessions: a
+    """What the bootstrap reads to start the supervisor at ``path``, and whether it hands sessions over: a
     directory is the package (each ``*.py`` a module), a file one module run as ``__main__`` (the
     one-file agent of older commits)."""
     where = Path(path)
@@ -112,16 +112,16 @@ async def windows(steps: int, seconds: float, count: int, agent: bytes | None = 
                   through_agent: bool = False) -> list[dict[str, Any]]:
     """``count`` windows of one env on a fresh pool, after a warm-up window; ``agent``: another supervisor's
     payload (:func:`payload_of`);
-    ``through_agent``: python calls go through the agent, as before sessions were lent to the host
-    (``agentgym.sandboxes.lent``): the sandboxes are given no lending socket."""
+    ``through_agent``: python calls go through the agent, as before sessions were handed to the host
+    (``agentgym.sandboxes.direct_session``): the sandboxes are given no session socket."""
     if agent is not None:
         local.supervisor_payload = lambda: agent  # what the next sandboxes start (the pool is fresh)
     init = local.LocalSandbox.__init__
     if through_agent:
-        def unlent(self: local.LocalSandbox, *args: Any, **kwargs: Any) -> None:
+        def without_session_socket(self: local.LocalSandbox, *args: Any, **kwargs: Any) -> None:
             init(self, *args, **kwargs)
-            self.lender = None
-        local.LocalSandbox.__init__ = unlent  # type: ignore[method-assign]
+            self.session_socket = None
+        local.LocalSandbox.__init__ = without_session_socket  # type: ignore[method-assign]
     await warm_up("local", count=2)
     env = agentgym.make("code", sandbox_backend="local", max_turns=10**9)
     try:
@@ -135,11 +135,11 @@ async def windows(steps: int, seconds: float, count: int, agent: bytes | None = 
 
 
 async def level(steps: int, args: argparse.Namespace, other: tuple[bytes, bool] | None) -> list[dict[str, Any]]:
-    """This checkout's row for ``steps``; with ``other`` (``--against``'s payload, and whether it lends
-    sessions) and ``--through-agent``,
+    """This checkout's row for ``steps``; with ``other`` (``--against``'s payload, and whether it hands
+    sessions over) and ``--through-agent``,
     those rows too, their windows interleaved."""
     arms = {"this checkout": (None, False)}
-    if other is not None:  # an agent from before lent sessions answers python calls itself
+    if other is not None:  # an agent from before direct sessions answers python calls itself
         arms[portable(args.against)] = (other[0], not other[1])  # by name: no path of this machine
     if args.through_agent:
         arms["this checkout, python calls through the agent"] = (None, True)
@@ -162,7 +162,7 @@ def main() -> None:
                         "commit's sandboxes/agent/agent.py, or a sandboxes/supervisor folder), measured in "
                         "windows interleaved with this checkout's")
     parser.add_argument("--through-agent", action="store_true", help="also measure this checkout with python "
-                        "calls through the agent (no lent sessions), in interleaved windows")
+                        "calls through the agent (no direct sessions), in interleaved windows")
     run_options(parser, "episode_cost", repeat=5, quick="short windows", seconds=5.0)
     args = parser.parse_args()
     if args.quick:

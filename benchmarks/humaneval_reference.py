@@ -43,7 +43,7 @@ from stats import fmt, spread, summarize
 from agentgym.envs.code.policies import ReferenceSolution
 from agentgym.evaluation import evaluate
 from agentgym.sandboxes import Limits, PythonResult, SandboxRuntime, image_tag
-from agentgym.sandboxes.base import ExecResult
+from agentgym.sandboxes.contract import ExecResult
 
 NAIVE = "naive"
 LABELS = {"docker": "agentgym docker", "local": "agentgym local", NAIVE: "naive docker run --rm"}

@@ -31,8 +31,8 @@ from results_file import portable, run_args, run_info, run_options, save_results
 from stats import fmt, summarize
 
 from agentgym.sandboxes import docker, local
-from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
+from agentgym.sandboxes.contract import Limits
 
 BACKENDS = {"local": local, "docker": docker}
 
@@ -48,7 +48,7 @@ async def one(backend: str, payload: bytes, calls: int) -> dict[str, float]:
     finally:
         module.supervisor_payload = supervisor_payload  # type: ignore[attr-defined]
     try:
-        await sandbox.run_python("print(1)")  # the first call takes the lent session
+        await sandbox.run_python("print(1)")  # the first call takes the direct session
         took = []
         for _ in range(calls):
             began = time.perf_counter()

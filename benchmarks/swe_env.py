@@ -1,7 +1,7 @@
 """SWE env: episode reset with warm reuse against a fresh container, the reset-to-base checks, verification per task.
 
 - ``reset_warm_ms``: ``env.reset(task)`` when the previous episode's sandbox of the same image was
-  reset to its base and passed every check (``envs/swe/warm.py``): no container start.
+  reset to its base and passed every check (``envs/swe/kept.py``): no container start.
 - ``reset_fresh_ms``: ``env.reset(task)`` with no such sandbox: a container starts from the image.
 - ``give_back_ms``: what warm reuse pays instead, when an episode ends: kill the code's processes,
   ``git reset``/``git clean``, and the checks (``git status``, scratch directories, ``docker diff``).
@@ -38,9 +38,9 @@ from agentgym.envs.swe import testrun
 from agentgym.envs.swe.env import SWEEnv
 from agentgym.envs.swe.grading import Grade, grade, parser_name
 from agentgym.envs.swe.images import image_for
+from agentgym.envs.swe.kept import GIT, kept_sandboxes, start_fresh
 from agentgym.envs.swe.tasks import REPO_DIR, SWETask, load_tasks
 from agentgym.envs.swe.verifier import evaluate_patch, graded_test_files
-from agentgym.envs.swe.warm import GIT, start_fresh, warm_sandboxes
 from agentgym.types import Task
 
 RESULTS = results_path("swe_env")
@@ -81,7 +81,7 @@ async def one_run(task: Task, samples: int) -> dict[str, float]:
     try:
         for i in range(samples * 2):
             if i % 2:  # every other episode starts with no warm sandbox
-                await warm_sandboxes().shutdown()
+                await kept_sandboxes().shutdown()
             started = time.perf_counter()
             await env.reset(task)
             (fresh if i % 2 else warm if i else fresh).append(time.perf_counter() - started)
@@ -91,7 +91,7 @@ async def one_run(task: Task, samples: int) -> dict[str, float]:
             give_back.append(time.perf_counter() - started)
     finally:
         await env.close()
-        await warm_sandboxes().shutdown()
+        await kept_sandboxes().shutdown()
     swe = SWETask.of(task)
     image = await asyncio.to_thread(image_for, swe)
     for _ in range(max(1, samples // 2)):

@@ -15,13 +15,13 @@ SandboxRuntime():`` around a run closes them all; code that opens none uses the 
 one, see :mod:`agentgym.sandboxes.runtime`).
 
 Backends (``docker``, ``local``) start the same in-sandbox supervisor and pass the same conformance
-suite; see :mod:`agentgym.sandboxes.base` for the contract. Docker sandboxes can spread over
+suite; see :mod:`agentgym.sandboxes.contract` for the contract. Docker sandboxes can spread over
 several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing here imports the docker SDK
 until a Docker sandbox is asked for.
 """
 
-from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.builder import build_image, image_tag
+from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.hosts import Endpoint
 from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, SandboxSupply, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune

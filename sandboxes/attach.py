@@ -5,7 +5,7 @@ asyncio (a TLS socket or an ssh pipe is not), so the request is made here instea
 engine the way its URL says (for ``ssh://``, through ``ssh HOST docker system dial-stdio``, as the
 docker command does), send ``POST /containers/ID/attach`` asking to upgrade the connection, and once
 the engine answers ``101`` hand the connection to the caller's protocol. From then on the stream
-carries Docker's multiplexed frames (see :class:`~agentgym.sandboxes.protocol.SupervisorProtocol`).
+carries Docker's multiplexed frames (see :class:`~agentgym.sandboxes.client.SupervisorProtocol`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Sandbox backends by name: ``"docker"``, ``"local"``, and any that a package registers.
 
 A backend is an object with a ``name`` and an ``async start(image, limits, hosts, *, spare)`` that
-returns a started :class:`~agentgym.sandboxes.sandbox.AgentSandbox`. Pools and the CLI reach one by
+returns a started :class:`~agentgym.sandboxes.supervised.SupervisedSandbox`. Pools and the CLI reach one by
 its name through :func:`get`, so choosing a backend imports no backend's module: the backend modules
 depend on the backend-neutral ones and never the other way round (tests/sandboxes/test_imports.py
 holds that). A package adds a backend with :func:`register`, or with an entry point in the
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Protocol
 from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
-    from agentgym.sandboxes.base import Limits
+    from agentgym.sandboxes.contract import Limits
     from agentgym.sandboxes.hosts import Endpoint
-    from agentgym.sandboxes.sandbox import AgentSandbox
+    from agentgym.sandboxes.supervised import SupervisedSandbox
 
 ENTRY_POINT_GROUP = "agentgym.sandbox_backends"
 BUILTIN = {"docker": "agentgym.sandboxes.docker:BACKEND", "local": "agentgym.sandboxes.local:BACKEND"}
@@ -34,7 +34,7 @@ class Backend(Protocol):
 
     async def start(
         self, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None, *, spare: bool = False
-    ) -> AgentSandbox:
+    ) -> SupervisedSandbox:
         """Start one sandbox of ``image`` under ``limits``.
 
         ``hosts`` are the Docker endpoints to choose among (backends without engines ignore them);

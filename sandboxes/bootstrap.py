@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Sequence
 from importlib import resources
 
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 
 PACKAGE = "agentgym.sandboxes.supervisor"
 ENTRY = "main"  # the module the bootstrap runs as ``__main__``

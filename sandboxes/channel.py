@@ -65,7 +65,7 @@ class Listener:
 
     async def accept(self, container_id: str, lost: asyncio.Future[None],
                      seconds: float) -> tuple[socket.socket, socket.socket]:
-        """The supervisor's two connections (requests, then the socket it lends its Python session on), once;
+        """The supervisor's two connections (requests, then the socket it sends its Python session's pipes on), once;
         then nothing is left to connect to.
 
         Raises:

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import attach, builder, channel, commit, engine, fork, hosts, reaper
-from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
+from agentgym.sandboxes.client import SupervisorClient, SupervisorProtocol
+from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
-from agentgym.sandboxes.sandbox import STARTUP_TIMEOUT, AgentSandbox
+from agentgym.sandboxes.supervised import STARTUP_TIMEOUT, SupervisedSandbox
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 # The supervisor runs as root with only the capabilities to switch user and to signal; everything it
 # starts runs as CODE_USER with none, so user code cannot kill the supervisor (kill -9 -1) or regain root.
-AGENT_USER = "0:0"
-AGENT_CAPS = ["SETUID", "SETGID", "KILL"]
+SUPERVISOR_USER = "0:0"
+SUPERVISOR_CAPS = ["SETUID", "SETGID", "KILL"]
 CODE_USER = (65534, 65534)
 WORKDIR = "/work"
 ENVIRONMENT = {
@@ -65,20 +65,21 @@ _direct: dict[Endpoint, bool] = {}  # per engine: requests over a unix socket (d
 _direct_proven: set[Endpoint] = set()  # engines where a direct sandbox has worked: later failures are not the path's
 
 
-class DockerSandbox(AgentSandbox):
+class DockerSandbox(SupervisedSandbox):
     """A sandbox that is one container; ``id`` is the container id, ``endpoint`` the engine it runs on."""
 
     recyclable = True  # code is CODE_USER in the container's own pid, IPC and mount namespaces
 
     def __init__(
         self, id: str, limits: Limits, client: SupervisorClient, attach: Any, rundir: str | None,
-        slot: hosts.Slot | None = None, lender: socket.socket | None = None,
+        slot: hosts.Slot | None = None, session_socket: socket.socket | None = None,
     ) -> None:
         self.endpoint = slot.endpoint if slot is not None else hosts.default()
-        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot), lender)
+        super().__init__(id, limits, client, functools.partial(_destroy, id, rundir, self.endpoint, slot),
+                         session_socket)
         self._attach = attach  # the attach stream's transport (it carries the supervisor's stderr)
 
-    async def _start_like(self, n: int) -> list[AgentSandbox]:
+    async def _start_like(self, n: int) -> list[SupervisedSandbox]:
         """``n`` containers like this one: its image, or a commit of its writable root, and its limits."""
         endpoint = self.endpoint
         image = await asyncio.to_thread(commit.image_for_forks, self.id, endpoint)
@@ -181,9 +182,9 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
         attached.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
         transport: asyncio.WriteTransport = attached
         protocol = attach_protocol
-        lender = None
+        session_socket = None
         if listener is not None:
-            conn, lender = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
+            conn, session_socket = await listener.accept(container_id, attach_protocol.closed, STARTUP_TIMEOUT)
             transport, protocol = await loop.create_connection(
                 lambda: SupervisorProtocol(stderr=attach_protocol.stderr), sock=conn
             )
@@ -196,7 +197,7 @@ async def _create(slot: hosts.Slot, ref: str, limits: Limits, *, direct: bool) -
             raise SandboxError(f"{e}: {said}") from e
         raise
     client = SupervisorClient(transport, protocol, name=container_id[:12])
-    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, lender)
+    sandbox = DockerSandbox(container_id, limits, client, attached, rundir, slot, session_socket)
     await sandbox._wait_ready()
     if direct:
         _direct_proven.add(endpoint)
@@ -245,7 +246,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         # code owns nothing here it could mark (times, modes) for the next user of a recycled sandbox.
         tmpfs={"/tmp": f"{disk},mode=1777", WORKDIR: disk},
         cap_drop=["ALL"],
-        cap_add=AGENT_CAPS,
+        cap_add=SUPERVISOR_CAPS,
         security_opt=["no-new-privileges"],
         ulimits=[
             docker.types.Ulimit(name="core", soft=0, hard=0),
@@ -263,7 +264,7 @@ def _create_container(endpoint: Endpoint, ref: str, limits: Limits, rundir: str 
         created = api.create_container(
             ref,
             command=supervisor_argv("python3", config),
-            user=AGENT_USER,
+            user=SUPERVISOR_USER,
             environment=ENVIRONMENT,
             working_dir=WORKDIR,
             labels=labels,

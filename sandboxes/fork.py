@@ -31,7 +31,7 @@ from agentgym.errors import SandboxError
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.pool import SandboxProvider
-    from agentgym.sandboxes.sandbox import AgentSandbox
+    from agentgym.sandboxes.supervised import SupervisedSandbox
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,10 @@ CHUNK_BYTES = 8 << 20  # of the stream per request: bounds the supervisor's memo
 COPY_TIMEOUT = 120.0  # seconds for one chunk's round trip (a slow disk, a loaded machine)
 
 
-StartLike = Callable[[int], Awaitable[list["AgentSandbox"]]]
+StartLike = Callable[[int], Awaitable[list["SupervisedSandbox"]]]
 
 
-async def fork(parent: AgentSandbox, n: int, start_like: StartLike) -> list[AgentSandbox]:
+async def fork(parent: SupervisedSandbox, n: int, start_like: StartLike) -> list[SupervisedSandbox]:
     """``n`` new sandboxes holding copies of ``parent``'s files; ``start_like(n)`` starts them empty.
 
     The snapshot is read while the new sandboxes start. Nothing is left behind on failure: every
@@ -72,7 +72,7 @@ async def fork(parent: AgentSandbox, n: int, start_like: StartLike) -> list[Agen
     return forks
 
 
-async def snapshot_of(sandbox: AgentSandbox) -> list[str]:
+async def snapshot_of(sandbox: SupervisedSandbox) -> list[str]:
     """The stream of every place code can write in ``sandbox``, as base64 chunks (sent on as they are).
 
     Raises:
@@ -91,7 +91,7 @@ async def snapshot_of(sandbox: AgentSandbox) -> list[str]:
         raise SandboxError(f"could not copy the files of sandbox {sandbox.id}: {e}") from e
 
 
-async def restore(sandbox: AgentSandbox, chunks: list[str]) -> None:
+async def restore(sandbox: SupervisedSandbox, chunks: list[str]) -> None:
     """Unpack a snapshot into ``sandbox``'s own writable places.
 
     Raises:
@@ -105,7 +105,7 @@ async def restore(sandbox: AgentSandbox, chunks: list[str]) -> None:
         raise SandboxError(f"could not restore the files in sandbox {sandbox.id}: {e}") from e
 
 
-async def take_from(pool: SandboxProvider, parent: AgentSandbox, n: int) -> list[AgentSandbox]:
+async def take_from(pool: SandboxProvider, parent: SupervisedSandbox, n: int) -> list[SupervisedSandbox]:
     """``n`` sandboxes from ``pool`` to fork ``parent`` into, checked to be of its kind and limits."""
     if parent.limits.writable_root:
         raise ValueError("a sandbox with a writable root forks from a commit of it: fork it without a pool")
@@ -118,7 +118,7 @@ async def take_from(pool: SandboxProvider, parent: AgentSandbox, n: int) -> list
     return forks
 
 
-async def start_all(n: int, start_one: Callable[[], Awaitable[AgentSandbox]]) -> list[AgentSandbox]:
+async def start_all(n: int, start_one: Callable[[], Awaitable[SupervisedSandbox]]) -> list[SupervisedSandbox]:
     """``n`` sandboxes from ``start_one``, started together; if any fails, the others are destroyed."""
     results = await asyncio.gather(*(start_one() for _ in range(n)), return_exceptions=True)
     failures = [r for r in results if isinstance(r, BaseException)]

@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import fork
-from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import supervisor_argv, supervisor_config, supervisor_payload
-from agentgym.sandboxes.protocol import SupervisorClient, SupervisorProtocol
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.client import SupervisorClient, SupervisorProtocol
+from agentgym.sandboxes.contract import Limits
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.hosts import Endpoint
@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 PATH = "/usr/local/bin:/usr/bin:/bin"
 JAIL_WORKDIR = "/work"
 JAIL_UID = 65534  # the uid everything has inside an unprivileged jail
-AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+SUPERVISOR_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 # Per-sandbox uids when running as root: far above any real account.
 UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
@@ -71,22 +71,22 @@ NOFILE = 1024
 WORKDIR_PARENT = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
 
-class LocalSandbox(AgentSandbox):
+class LocalSandbox(SupervisedSandbox):
     """A sandbox that is one local process tree; ``id`` is ``local-<pid>``."""
 
     def __init__(
         self, limits: Limits, client: SupervisorClient, proc: subprocess.Popen[bytes], uid: int | None,
-        workdir: str | None, recyclable: bool, lender: socket.socket | None = None,
+        workdir: str | None, recyclable: bool, session_socket: socket.socket | None = None,
     ) -> None:
         destroy = functools.partial(_destroy, proc, uid, workdir)
-        super().__init__(f"local-{proc.pid}", limits, client, destroy, lender)
+        super().__init__(f"local-{proc.pid}", limits, client, destroy, session_socket)
         self.proc = proc
         self._uid = uid
         self._workdir = workdir
         # Code under a uid of its own, in private mount and IPC namespaces: it can be wiped.
         self.recyclable = recyclable
 
-    async def _start_like(self, n: int) -> list[AgentSandbox]:
+    async def _start_like(self, n: int) -> list[SupervisedSandbox]:
         return await fork.start_all(n, lambda: create(self.limits))
 
 
@@ -203,8 +203,8 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             env["TMPDIR"] = workdir
             run_as, recyclable = uid, False
         argv = supervisor_argv(python, config)
-    # The socket the supervisor lends its Python session on (see agentgym.sandboxes.lent): its end keeps its number.
-    lender, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    # The socket the supervisor sends its session's pipes on (sandboxes/direct_session.py): its end keeps its number.
+    session_socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     config["lend_fd"] = theirs.fileno()
     argv[-1] = json.dumps(config)
     try:
@@ -216,7 +216,7 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
             user=run_as, group=run_as, extra_groups=[] if run_as is not None else None,
         )
     except OSError as e:
-        lender.close()
+        session_socket.close()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
         if uid is not None:
@@ -224,14 +224,14 @@ async def create(limits: Limits | None = None) -> LocalSandbox:
         raise SandboxError(f"could not start the local sandbox supervisor: {e}") from e
     finally:
         theirs.close()
-    lender.setblocking(False)
+    session_socket.setblocking(False)
     loop = asyncio.get_running_loop()
     assert proc.stdin is not None and proc.stdout is not None
     transport, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, proc.stdin)
     transport.write(supervisor_payload())  # the bootstrap reads the supervisor's modules from stdin first
     _, protocol = await loop.connect_read_pipe(SupervisorProtocol, proc.stdout)
     client = SupervisorClient(transport, protocol, name=f"local-{proc.pid}")
-    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, lender)
+    sandbox = LocalSandbox(limits, client, proc, uid, workdir, recyclable, session_socket)
     await sandbox._wait_ready()
     return sandbox
 
@@ -314,7 +314,7 @@ def jail_argv(python: str, limits: Limits, code_uid: int | None) -> list[str]:
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         argv += [] if limits.network else ["--unshare-net"]
         argv += ["--cap-drop", "ALL"]
-        for cap in AGENT_CAPS:
+        for cap in SUPERVISOR_CAPS:
             argv += ["--cap-add", cap]
     else:
         argv += ["--unshare-all", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID)]

@@ -1,7 +1,7 @@
 """Writing to a non-blocking pipe from the event loop: the host's one way to do it.
 
-Two relays write to pipes whose reader may be slow: the lent Python session's code frames
-(:mod:`~agentgym.sandboxes.lent`) and the browser's direct DevTools pipe
+Two relays write to pipes whose reader may be slow: the direct Python session's code frames
+(:mod:`~agentgym.sandboxes.direct_session`) and the browser's direct DevTools pipe
 (:mod:`~agentgym.sandboxes.browser.direct`). A blocking write would stall the whole event loop on a
 reader that never drains, so what the pipe does not take at once is queued and sent as it drains. Reads
 need no class: :func:`~agentgym.sandboxes.supervisor.wire.read_available` (the wire format's) serves both sides.

@@ -2,7 +2,7 @@
 
 Creating a sandbox costs a container start or a jail start (docs/benchmarks.md); a pool pays that in
 the background so that ``acquire()`` only pops a ready one. When the caller ``close()``-s what it got,
-the sandbox is wiped back to fresh in the background (:meth:`AgentSandbox.recycle`: every process,
+the sandbox is wiped back to fresh in the background (:meth:`SupervisedSandbox.recycle`: every process,
 IPC object, keyring and file of the code's user removed, checked, and a new Python session forked)
 and goes back to the pool; one that cannot be wiped is destroyed, and the pool makes a new one.
 
@@ -38,10 +38,10 @@ from typing import Protocol
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import backends, engine
-from agentgym.sandboxes.base import Limits, Sandbox
+from agentgym.sandboxes.contract import Limits, Sandbox
 from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
 from agentgym.sandboxes.runtime import SandboxRuntime, current
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.sandboxes.warm import RETRY_SECONDS, WarmPool
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ async def resolve_backend(backend: str) -> str:
 
 async def start(
     backend: str, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None, *, spare: bool = False
-) -> AgentSandbox:
+) -> SupervisedSandbox:
     """Create one sandbox now, with no pool (``backend`` already resolved).
 
     A Docker sandbox goes to the least loaded of ``hosts`` (default: the configured endpoints); a
@@ -100,7 +100,7 @@ only weakly). No runtime's: such a start belongs to no pool (:func:`start` is ca
 and an entry leaves with its task, so there is nothing to close."""
 
 
-def _close_orphan(creating: asyncio.Future[AgentSandbox]) -> None:
+def _close_orphan(creating: asyncio.Future[SupervisedSandbox]) -> None:
     if creating.cancelled() or creating.exception() is not None:
         return
     closing = asyncio.ensure_future(creating.result().close())
@@ -125,13 +125,13 @@ class PoolCounts:
         return self.ready + self.lent + self.wiping + self.starting + self.cold
 
 
-class SandboxPool(WarmPool[AgentSandbox]):
+class SandboxPool(WarmPool[SupervisedSandbox]):
     """Keeps sandboxes of one kind ready and hands them out.
 
     Usable as an env's ``sandbox_backend=`` provider: ``Env(sandbox_backend=SandboxPool("docker", size=8))``.
-    Spares older than half their wall time, or whose agent has gone (its stream closed), are
+    Spares older than half their wall time, or whose supervisor has gone (its stream closed), are
     thrown away rather than handed out, so callers get a live sandbox with most of its life ahead.
-    A hand-out does not wait for anything (no ping): the agent answered when it started, is idle
+    A hand-out does not wait for anything (no ping): the supervisor answered when it started, is idle
     since, and its death would have closed the stream.
 
     Args:
@@ -166,7 +166,7 @@ class SandboxPool(WarmPool[AgentSandbox]):
         self._wiping = 0  # closed sandboxes on their way back: they count as spares to come
         self._lent = 0  # handed out by a recycling pool: they come back when closed
         self._cold = 0  # started for a caller who could not wait: theirs, not the pool's
-        self._waiters: collections.deque[asyncio.Future[AgentSandbox]] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[SupervisedSandbox]] = collections.deque()
         self._gate: asyncio.Semaphore | None = None
         self._wipe_seconds = Mean()  # how long a wipe takes
         self._acquire_gap = Mean()  # time between acquires
@@ -175,7 +175,7 @@ class SandboxPool(WarmPool[AgentSandbox]):
     def __repr__(self) -> str:
         return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
 
-    async def acquire(self) -> AgentSandbox:
+    async def acquire(self) -> SupervisedSandbox:
         """A ready sandbox; the caller owns it and must ``close()`` it.
 
         Raises:
@@ -248,7 +248,7 @@ class SandboxPool(WarmPool[AgentSandbox]):
                 return True
         return False
 
-    def keep(self, sandbox: AgentSandbox) -> None:
+    def keep(self, sandbox: SupervisedSandbox) -> None:
         """Take back a sandbox this pool lent, as it is (no wipe), for its next caller.
 
         Only for a pool whose callers all run the same trusted code in their sandboxes, which may
@@ -265,13 +265,13 @@ class SandboxPool(WarmPool[AgentSandbox]):
         else:
             self._deliver(sandbox)
 
-    def _hand_out(self, sandbox: AgentSandbox) -> AgentSandbox:
+    def _hand_out(self, sandbox: SupervisedSandbox) -> SupervisedSandbox:
         if self.recycle:
             self._lent += 1
             sandbox.return_to = self._give_back
         return sandbox
 
-    def _give_back(self, sandbox: AgentSandbox, reusable: bool) -> None:
+    def _give_back(self, sandbox: SupervisedSandbox, reusable: bool) -> None:
         """A caller closed ``sandbox`` (wipe it in the background and keep it) or destroyed it."""
         self._lent -= 1
         if reusable:
@@ -280,7 +280,7 @@ class SandboxPool(WarmPool[AgentSandbox]):
         else:
             self._refill()
 
-    async def _wipe(self, sandbox: AgentSandbox) -> None:
+    async def _wipe(self, sandbox: SupervisedSandbox) -> None:
         began = time.monotonic()
         try:
             fresh = None if self._closed else await sandbox.recycle()
@@ -301,10 +301,10 @@ class SandboxPool(WarmPool[AgentSandbox]):
     def _kind(self) -> str:
         return f"{self.backend} sandbox"
 
-    async def _start_spare(self) -> AgentSandbox:
+    async def _start_spare(self) -> SupervisedSandbox:
         return await self._start(spare=True)
 
-    async def _start(self, *, spare: bool = False) -> AgentSandbox:
+    async def _start(self, *, spare: bool = False) -> SupervisedSandbox:
         if self._gate is None:
             self._gate = asyncio.Semaphore(PARALLEL_STARTS)
         async with self._gate:
@@ -334,7 +334,7 @@ class SandboxPool(WarmPool[AgentSandbox]):
     def _population(self) -> int:
         return self.counts().population
 
-    def _deliver(self, sandbox: AgentSandbox) -> None:
+    def _deliver(self, sandbox: SupervisedSandbox) -> None:
         """A ready sandbox: to the first caller still waiting, else onto the ready queue."""
         while self._waiters:
             waiting = self._waiters.popleft()
@@ -392,7 +392,7 @@ async def acquire(
     """
     if not isinstance(backend, str):
         sandbox = await backend.acquire()
-        if verifier and isinstance(sandbox, AgentSandbox):
+        if verifier and isinstance(sandbox, SupervisedSandbox):
             sandbox.keep_out_of_pools()
         return sandbox
     pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)

@@ -27,7 +27,7 @@ from agentgym.errors import EnvError, ToolError
 from agentgym.types import ContentPart, ImagePart, TextPart, ToolSpec
 
 if TYPE_CHECKING:
-    from agentgym.sandboxes.base import Sandbox
+    from agentgym.sandboxes.contract import Sandbox
 
 CONNECT_TIMEOUT = 60.0
 CLOSE_TIMEOUT = 30.0

@@ -1,6 +1,6 @@
 """An MCP stdio server run inside a sandbox, spoken to through the sandbox's own calls.
 
-The sandbox API (:class:`~agentgym.sandboxes.base.Sandbox`) runs a command and returns when it
+The sandbox API (:class:`~agentgym.sandboxes.contract.Sandbox`) runs a command and returns when it
 ends; it has no stream to a long-running process's stdin and stdout. This transport builds one
 from what it has, so it works on every backend and keeps the sandbox's isolation around the server:
 
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
-    from agentgym.sandboxes.base import Sandbox
+    from agentgym.sandboxes.contract import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ async def sandbox_stdio_client(
     """Start ``command`` in ``sandbox`` and yield the ``(read, write)`` streams an MCP client needs.
 
     Args:
-        sandbox: Any :class:`~agentgym.sandboxes.base.Sandbox` (``exec``, ``write_file``).
+        sandbox: Any :class:`~agentgym.sandboxes.contract.Sandbox` (``exec``, ``write_file``).
         command: The server's argv, e.g. ``["python3", "/work/server.py"]``.
         cwd: Working directory inside the sandbox (the sandbox's own by default).
         env: Extra environment variables for the server.

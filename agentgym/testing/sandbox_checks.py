@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes.base import ExecResult, Limits, PythonResult, Sandbox
+from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
 
 SMALL = Limits(cpus=1.0, memory_mb=256, pids=64, disk_mb=32, wall_seconds=300, exec_timeout=20, output_bytes=8192)
 """Limits the checks run under by default: small, so that a limit that does not hold shows."""

@@ -14,10 +14,10 @@ from agentgym.policies.base import Policy
 from agentgym.tools import tool
 from agentgym.types import Reward, Task
 
+from .grading import Report, verify
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
-from .verifier import Report, verify
-from .verify import DEFAULT_TIMEOUT, PassesTests
+from .verifier import DEFAULT_TIMEOUT, PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -32,7 +32,7 @@ class CodeEnv(Env):
 
     Tasks are HumanEval's 164 problems by default, or any JSONL file with the same fields
     (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``). The verifier (:class:`PassesTests`, through
-    :mod:`~agentgym.envs.code.verifier`) runs the submission and the task's tests in two sandboxes of
+    :mod:`~agentgym.envs.code.grading`) runs the submission and the task's tests in two sandboxes of
     their own (never the model's), and only plain values cross between them, so nothing the
     submission does can decide its grade (docs/threat-model.md). The reward is 1 when every test
     passes, else 0, and ``trajectory.info["tests"]`` lists each test with its result.

@@ -1,7 +1,7 @@
 """Runs a task's ``check(candidate)`` where the submission never ran; ``candidate`` is a proxy.
 
 This module is the grader's sandbox's Python session (stdlib only, Python 3.9+), sent there with
-:mod:`plain` by :mod:`~agentgym.envs.code.verifier`. That session holds a :class:`Server` and
+:mod:`plain` by :mod:`~agentgym.envs.code.grading`. That session holds a :class:`Server` and
 runs nothing else: for each verification it forks a child that runs the task's tests in a working
 directory of its own, and when they end it kills the child's process group and removes that
 directory, so the session stays as it was and the sandbox can grade again without a wipe. Nothing

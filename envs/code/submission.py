@@ -1,6 +1,6 @@
 """Runs in the submission's sandbox: defines the submitted function, then answers requests with plain data.
 
-Sent with :mod:`plain` into a fresh sandbox by :mod:`~agentgym.envs.code.verifier` (stdlib only,
+Sent with :mod:`plain` into a fresh sandbox by :mod:`~agentgym.envs.code.grading` (stdlib only,
 Python 3.9+). Nothing here is trusted: the submission runs in this process and can change any of it
 (replace ``json.dumps``, print anything, walk the stack, exit). That is fine, because all the
 grader accepts from here is one reply per request, rebuilt on its side as plain data; the worst a

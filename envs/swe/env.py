@@ -23,10 +23,10 @@ from agentgym.types import Message, Reward, Task
 from . import testrun
 from .grading import parser_name
 from .images import image_for
+from .kept import GIT, KeptSandboxes, kept_sandboxes
 from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
 from .verifier import RewardKind, Submitted, SWEVerifier, graded_test_files
-from .warm import GIT, WarmSandboxes, warm_sandboxes
 
 OUTPUT_CHARS = 16000
 """Characters of a command's output the model reads: the first and last halves, the middle cut."""
@@ -47,7 +47,7 @@ class SWEEnv(Env):
 
     Each episode gets a container of the task's image (:mod:`~agentgym.envs.swe.images`) with the
     repository at ``/testbed`` at its base commit: a container reset from an earlier episode on the
-    same image when one passed every check (:mod:`~agentgym.envs.swe.warm`), else a new one. The
+    same image when one passed every check (:mod:`~agentgym.envs.swe.kept`), else a new one. The
     patch is the ``git diff`` of ``/testbed`` against the base commit, new files included, taken on
     ``submit`` (or when turns run out). :class:`~agentgym.envs.swe.verifier.SWEVerifier` grades it in a
     fresh container, never the one the model used.
@@ -81,7 +81,7 @@ class SWEEnv(Env):
         self.tasks_path = tasks_path
         self.test_timeout = test_timeout
         self.image: str | None = None
-        self._kept: WarmSandboxes | None = None  # where this episode's sandbox came from and goes back to
+        self._kept: KeptSandboxes | None = None  # where this episode's sandbox came from and goes back to
         self.patch: str | None = None
         self.patch_refused: str | None = None
         """Why the episode's diff could not be taken (larger than the sandbox returns): graded as not applied."""
@@ -111,8 +111,8 @@ class SWEEnv(Env):
         self.patch_refused = None
         self.image = await asyncio.to_thread(image_for, swe)
         started = time.monotonic()
-        self._kept = warm_sandboxes(self.sandbox_runtime())
-        self.sandbox, warm = await self._kept.take(self.image)
+        self._kept = kept_sandboxes(self.sandbox_runtime())
+        self.sandbox, reused = await self._kept.take(self.image)
         self._sandbox_started = time.monotonic()
         head = await self.sandbox.exec(f"{GIT} rev-parse HEAD", cwd=REPO_DIR)
         if head.stdout.strip() != swe.base_commit:
@@ -123,16 +123,16 @@ class SWEEnv(Env):
                 raise EnvError(f"task {swe.instance_id}: the image {self.image} has no commit {swe.base_commit} "
                                f"at {REPO_DIR}: {done.output[-300:]}")
         assert self.trajectory is not None
-        self.trajectory.info.update(sandbox_reused=warm, reset_seconds=round(time.monotonic() - started, 4))
+        self.trajectory.info.update(sandbox_reused=reused, reset_seconds=round(time.monotonic() - started, 4))
 
     async def release_sandbox(self) -> None:
-        """Give the sandbox back to the warm set: reset to its base and kept if clean, else destroyed."""
+        """Give the sandbox back to the kept set: reset to its base and kept if clean, else destroyed."""
         if not self.has_sandbox:
             return
         sandbox, self.sandbox = self.sandbox, None
         if self.trajectory is not None:
             self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
-        kept = self._kept or warm_sandboxes(self.sandbox_runtime())
+        kept = self._kept or kept_sandboxes(self.sandbox_runtime())
         why = await kept.give_back(self.image or "", sandbox, SWETask.of(self.task).base_commit
                                    if self.task is not None else "HEAD")
         if why is not None and self.trajectory is not None:
@@ -290,7 +290,7 @@ class SWEEnv(Env):
         """``git diff`` of /testbed against the base commit, untracked (not ignored) files included.
 
         New files are diffed against /dev/null rather than ``git add``-ed: nothing is written into
-        ``.git``, which keeps the sandbox reusable (see :mod:`~agentgym.envs.swe.warm`).
+        ``.git``, which keeps the sandbox reusable (see :mod:`~agentgym.envs.swe.kept`).
         """
         base = shlex.quote(self.swe.base_commit)
         git = f"{GIT} -c core.quotepath=false"

@@ -29,7 +29,7 @@ import shlex
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 
-from agentgym.sandboxes.base import Sandbox
+from agentgym.sandboxes.contract import Sandbox
 
 from . import testrun
 from .testrun import ERROR, FAILED, PASSED, SKIPPED, XFAIL, SuiteResult

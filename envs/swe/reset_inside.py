@@ -1,4 +1,4 @@
-"""Run inside a SWE sandbox by the warm reset (stdlib only, ``python3 -I -S``, as the code's user).
+"""Run inside a SWE sandbox by the reset between episodes (stdlib only, ``python3 -I -S``, as the code's user).
 
 ``record REPO OUT``: write to ``OUT`` (JSON) what a fresh container holds that ``git reset`` does not
 put back: the bytes and times of git's own files (``.git/index``, ``.git/ORIG_HEAD``, every reflog

@@ -35,14 +35,14 @@ from typing import Literal
 
 from agentgym.errors import SandboxError
 from agentgym.rewards import Episode
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.types import Reward
 
 from . import guard, protect, testrun
 from .grading import Grade, grade, not_applied, parser_name, patch_similarity, tampered
 from .images import image_for
+from .kept import GIT, LIMITS, start_fresh
 from .tasks import REPO_DIR, SWETask
-from .warm import GIT, LIMITS, start_fresh
 
 RewardKind = Literal["resolved", "tests_fraction", "patch_similarity", "gated"]
 REWARDS: tuple[RewardKind, ...] = ("resolved", "tests_fraction", "patch_similarity", "gated")
@@ -91,7 +91,7 @@ async def evaluate_patch(task: SWETask, patch: str, *, image: str, timeout: floa
         await sandbox.destroy()
 
 
-async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: float) -> Grade:
+async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeout: float) -> Grade:
     from swebench.harness.constants import APPLY_PATCH_FAIL, APPLY_PATCH_PASS, TESTS_TIMEOUT
 
     why = protect.refusal(patch)
@@ -133,7 +133,7 @@ async def _evaluate(sandbox: AgentSandbox, task: SWETask, patch: str, timeout: f
     return tampered(graded, result.tampered) if result.tampered else graded
 
 
-async def _keep_protected(sandbox: AgentSandbox, task: SWETask, stage: str) -> set[str]:
+async def _keep_protected(sandbox: SupervisedSandbox, task: SWETask, stage: str) -> set[str]:
     """Archive the base's protected files (:mod:`~agentgym.envs.swe.protect`, the test patch's and the
     graded tests' files among them) in ``stage``, before the model's patch; the set archived."""
     listing = await _listing(sandbox, stage)
@@ -147,7 +147,7 @@ async def _keep_protected(sandbox: AgentSandbox, task: SWETask, stage: str) -> s
     return kept
 
 
-async def _restore_protected(sandbox: AgentSandbox, task: SWETask, stage: str, kept: set[str]) -> None:
+async def _restore_protected(sandbox: SupervisedSandbox, task: SWETask, stage: str, kept: set[str]) -> None:
     """Put the archived files back over the patched tree and remove every other protected file, so the
     test run reads the base's tests, configuration and path hooks whatever the patch did."""
     listing = await _listing(sandbox, stage)
@@ -159,7 +159,7 @@ async def _restore_protected(sandbox: AgentSandbox, task: SWETask, stage: str, k
               "restoring the test files")
 
 
-async def _listing(sandbox: AgentSandbox, stage: str) -> list[tuple[str, str]]:
+async def _listing(sandbox: SupervisedSandbox, stage: str) -> list[tuple[str, str]]:
     """``(type, path)`` of every entry of the work tree outside ``.git`` (``find``'s ``%y``)."""
     await _sh(sandbox, f"find . -path ./.git -prune -o -printf '%y %P\\0' > {stage}/listing", "listing the tree")
     raw = (await sandbox.read_file(f"{stage}/listing")).decode("utf-8", errors="surrogateescape")
@@ -170,7 +170,7 @@ def _bytecode(path: str) -> bool:
     return "__pycache__/" in f"/{path}" or path.endswith((".pyc", ".pyo"))
 
 
-async def _apply(sandbox: AgentSandbox, patch: str) -> tuple[bool, str]:
+async def _apply(sandbox: SupervisedSandbox, patch: str) -> tuple[bool, str]:
     """Apply ``patch`` as swebench's harness does; (applied, the last command's output)."""
     await sandbox.write_file(MODEL_PATCH, patch if patch.endswith("\n") else patch + "\n")
     output = ""
@@ -186,7 +186,7 @@ async def _apply(sandbox: AgentSandbox, patch: str) -> tuple[bool, str]:
     return check.exit_code == 0, output
 
 
-async def _sh(sandbox: AgentSandbox, cmd: str, what: str) -> None:
+async def _sh(sandbox: SupervisedSandbox, cmd: str, what: str) -> None:
     done = await sandbox.exec(cmd, cwd=REPO_DIR, timeout=LIMITS.exec_timeout)
     if done.exit_code != 0:
         raise SandboxError(f"{what} failed ({done.exit_code}): {done.output[-800:]}")

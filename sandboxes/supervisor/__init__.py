@@ -44,7 +44,7 @@ The supervisor itself never runs user code: commands and the Python session are 
 output it reads through pipes, keeping at most ``output_bytes`` of each stream and draining (and
 dropping) the rest, so that nothing user code does (loop forever, print gigabytes, fork, exhaust
 memory, close its file descriptors, exit) can stop it from answering. A session lent to the host
-(``session``) is read by the host instead, with the same bounds (``agentgym.sandboxes.lent``); the
+(``session``) is read by the host instead, with the same bounds (``agentgym.sandboxes.direct_session``); the
 supervisor then only starts and kills sessions. Children get the rlimits in
 the config and volunteer to be the out-of-memory killer's first choice. The supervisor exits after
 ``wall_seconds`` or when the request stream closes, taking every child with it.

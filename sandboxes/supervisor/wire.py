@@ -5,7 +5,7 @@ one line of JSON each (:func:`message_line`): ``{"id": 1, "op": "exec", ...}`` a
 ``{"id": 1, "ok": true, ...}`` (the ops are listed in :mod:`.ops`). Python calls to a session are
 length-prefixed frames (:func:`code_frame`, :func:`plain_reply`, :func:`reply_frame`), read whole and
 by their exact shape (:func:`parse_reply`) by whichever side holds the session's pipes: the
-supervisor, or the host when the session is lent to it (``agentgym.sandboxes.lent``). Output is kept
+supervisor, or the host when the session is lent to it (``agentgym.sandboxes.direct_session``). Output is kept
 by :class:`Capture` and pipes are read with :func:`read_available` on both sides, so a reader's
 bounds are the same whoever reads.
 

@@ -101,11 +101,11 @@ def test_episode_cost(tmp_path: Path) -> None:
         # steps are charged to the client and to the sessions that run them
         for role in ("client", "sessions"):
             assert rows[200][f"{role}_ms_per_episode"]["median"] > rows[0][f"{role}_ms_per_episode"]["median"], role
-    # ... and to the agent only when the calls go through it: a lent session's calls never wake it
+    # ... and to the agent only when the calls go through it: a direct session's calls never wake it
     through = by_arm[arms[2]]
     assert through[200]["agent_ms_per_episode"]["median"] > through[0]["agent_ms_per_episode"]["median"]
-    for lent in arms[:2]:
-        assert by_arm[lent][200]["agent_ms_per_episode"]["median"] < through[200]["agent_ms_per_episode"]["median"]
+    for direct in arms[:2]:
+        assert by_arm[direct][200]["agent_ms_per_episode"]["median"] < through[200]["agent_ms_per_episode"]["median"]
 
 
 def test_humaneval_reference(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Feedback wrappers on the code env: success rises with tries for a policy that improves on feedback."""
+"""Feedback hooks on the code env: success rises with tries for a policy that improves on feedback."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 from agentgym import Message, Reply, Task, ToolSpec
 from agentgym.envs.code.env import CodeEnv
 from agentgym.evaluation import evaluate
+from agentgym.feedback import LanguageFeedback, TryAgain
 from agentgym.parsing import native_tool_call
 from agentgym.rollout import rollout
 from agentgym.testing import FakeOpenAI, completion
-from agentgym.wrappers import LanguageFeedback, TryAgain
 
 LIMIT = 4
 

@@ -16,9 +16,9 @@ import pytest
 
 from agentgym import Message, ToolCall, make
 from agentgym.envs.code.env import CodeEnv
+from agentgym.envs.code.grading import LIMITS
 from agentgym.envs.code.policies import ReferenceSolution
 from agentgym.envs.code.tasks import load_tasks
-from agentgym.envs.code.verifier import LIMITS
 from agentgym.errors import DataError
 from agentgym.rollout import rollout
 from agentgym.types import Task, Trajectory
@@ -496,7 +496,7 @@ async def test_verifier_sandboxes_are_never_lent_to_a_model(backend, monkeypatch
 async def test_the_verifiers_pools_are_shared_and_shut_down_with_the_rest():
     """The graders' and submissions' pools are the runtime's shared pools (one per role): the grader
     goes back as it is, ready for the next verification, and ``shutdown_pools()`` destroys it."""
-    from agentgym.envs.code.verifier import GRADERS, SUBMISSIONS
+    from agentgym.envs.code.grading import GRADERS, SUBMISSIONS
     from agentgym.sandboxes import shutdown_pools
     from agentgym.sandboxes.pool import shared_pool, shared_pools
 

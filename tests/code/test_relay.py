@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from agentgym.envs.code.verifier import LIMITS
+from agentgym.envs.code.grading import LIMITS
 
 from .test_forgery import grade, task
 

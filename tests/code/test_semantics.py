@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from agentgym.envs.code.grader import SOURCE_CHARS
+from agentgym.envs.code.grading import Report, verify
 from agentgym.envs.code.testplan import plan
-from agentgym.envs.code.verifier import Report, verify
 from agentgym.sandboxes import Sandbox, acquire
 from tests.conftest import docker_or_skip
 

@@ -1,7 +1,7 @@
 """Verifier sandboxes that break mid-grading. The grader's breaking (alone, or with the submission's, as
 when their engine restarts) is an error to replay, never the submission's failed grade: the episode
 raises ``SandboxError``, which the rollout records as an ``error`` outcome that ``--resume`` runs again.
-The submission's sandbox breaking alone is graded: where code shares the agent's uid it could have
+The submission's sandbox breaking alone is graded: where code shares the supervisor's uid it could have
 done so itself, to dodge a failing grade."""
 
 from __future__ import annotations

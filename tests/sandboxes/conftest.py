@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agentgym.sandboxes.pool import start
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.testing.sandbox_checks import SMALL
 from tests.conftest import docker_or_skip
 
@@ -24,7 +24,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def sandbox(backend: str) -> AsyncIterator[AgentSandbox]:
+async def sandbox(backend: str) -> AsyncIterator[SupervisedSandbox]:
     """A fresh sandbox with :data:`SMALL` limits, destroyed after the test."""
     box = await start(backend, "python", SMALL)
     try:

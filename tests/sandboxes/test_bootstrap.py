@@ -14,7 +14,6 @@ import sys
 import zlib
 
 from agentgym.sandboxes import local
-from agentgym.sandboxes.base import Limits
 from agentgym.sandboxes.bootstrap import (
     BOOTSTRAP,
     PACKAGE,
@@ -25,6 +24,7 @@ from agentgym.sandboxes.bootstrap import (
     supervisor_modules,
     supervisor_payload,
 )
+from agentgym.sandboxes.contract import Limits
 
 MAX_ARG_STRLEN = 128 * 1024
 

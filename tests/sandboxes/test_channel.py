@@ -13,8 +13,8 @@ import pytest
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import channel, docker, hosts, reaper
+from agentgym.sandboxes.client import SupervisorProtocol
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.protocol import SupervisorProtocol
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 from tests.sandboxes.test_leaks import dead_pid
@@ -49,7 +49,7 @@ async def test_requests_bypass_dockerd_and_code_cannot_reach_the_socket() -> Non
     assert not present(path)
 
 
-async def test_an_agent_that_cannot_connect_falls_back_to_the_attach_stream(
+async def test_a_supervisor_that_cannot_connect_falls_back_to_the_attach_stream(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     class Misplaced(channel.Listener):
@@ -69,7 +69,7 @@ async def test_an_agent_that_cannot_connect_falls_back_to_the_attach_stream(
     assert docker._direct == {hosts.default(): False}
 
 
-async def test_a_stranger_is_not_taken_for_the_agent() -> None:
+async def test_a_stranger_is_not_taken_for_the_supervisor() -> None:
     listener = channel.Listener()
     stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -32,9 +32,9 @@ async def test_the_plain_twins_meet_the_contract(backend: str, check: str, monke
 
     async def plain():  # type: ignore[no-untyped-def]
         box = await start(resolved, "python", SMALL)
-        if box.lender is not None:  # the local backend lends its session on a socketpair: not this time
-            box.lender.close()
-            box.lender = None
+        if box.session_socket is not None:  # the local backend lends its session on a socketpair: not this time
+            box.session_socket.close()
+            box.session_socket = None
         assert resolved == "local" or box.client.protocol.multiplexed
         return box
 

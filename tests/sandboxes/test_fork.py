@@ -14,7 +14,7 @@ from agentgym.errors import SandboxError
 from agentgym.sandboxes import commit, engine, fork, reaper
 from agentgym.sandboxes.local import create as create_local
 from agentgym.sandboxes.pool import SandboxPool, start
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.sandboxes.supervisor import copier
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
@@ -96,7 +96,7 @@ async def test_forks_belong_to_no_pool_and_a_wipe_removes_what_they_were_given(b
         parent = await pool.acquire()
         await parent.write_file("secret.txt", "the parent's")
         forks = await parent.fork(2)
-        assert all(isinstance(f, AgentSandbox) and f.return_to is None for f in forks)
+        assert all(isinstance(f, SupervisedSandbox) and f.return_to is None for f in forks)
         lent = pool.counts().lent
         await forks[0].close()  # destroyed, not handed to the parent's pool
         assert pool.counts().lent == lent and not await forks[0].is_alive()
@@ -155,14 +155,14 @@ async def test_a_pool_of_other_limits_is_refused_and_keeps_nothing_lent() -> Non
 
 async def test_a_copy_that_fails_leaves_no_fork_and_the_parent_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
     parent = await create_local(SMALL)
-    started: list[AgentSandbox] = []
+    started: list[SupervisedSandbox] = []
     real_start_like = parent._start_like
 
-    async def start_like(n: int) -> list[AgentSandbox]:
+    async def start_like(n: int) -> list[SupervisedSandbox]:
         started.extend(await real_start_like(n))
         return started
 
-    async def bad_snapshot(sandbox: AgentSandbox) -> list[str]:
+    async def bad_snapshot(sandbox: SupervisedSandbox) -> list[str]:
         return ["bm90IGEgdGFyIHN0cmVhbQ=="]  # "not a tar stream"
 
     monkeypatch.setattr(parent, "_start_like", start_like)
@@ -180,10 +180,10 @@ async def test_a_copy_that_fails_leaves_no_fork_and_the_parent_as_it_was(monkeyp
 
 
 async def test_when_one_fork_cannot_start_the_others_are_destroyed() -> None:
-    made: list[AgentSandbox] = []
+    made: list[SupervisedSandbox] = []
     calls = 0
 
-    async def flaky() -> AgentSandbox:
+    async def flaky() -> SupervisedSandbox:
         nonlocal calls
         calls += 1
         if calls == 2:

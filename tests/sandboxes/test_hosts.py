@@ -254,7 +254,7 @@ def test_reaper_and_prune_work_per_engine(
 OWNER = """
 import asyncio, sys
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.hosts import Endpoint
 
 async def main():

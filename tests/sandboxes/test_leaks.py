@@ -54,7 +54,7 @@ async def test_error_inside_async_with_removes_the_container() -> None:
 OWNER = """
 import asyncio
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 
 async def main():
     box = await create("python", Limits(memory_mb=128, wall_seconds=600))
@@ -117,7 +117,7 @@ async def test_reaper_removes_only_leaked_containers() -> None:
 EXITS_WITHOUT_CLOSING = """
 import asyncio, os
 from agentgym.sandboxes import acquire, warm_up
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 
 async def main():
     limits = Limits(memory_mb=128)
@@ -144,7 +144,7 @@ async def test_exit_without_closing_leaves_nothing() -> None:
 FIRST_USE = """
 import asyncio
 from agentgym.sandboxes.docker import create
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 
 async def main():
     box = await create("python", Limits(memory_mb=128))

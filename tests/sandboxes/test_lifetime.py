@@ -15,7 +15,7 @@ from agentgym.sandboxes import engine
 from agentgym.sandboxes.docker import DockerSandbox
 from agentgym.sandboxes.local import LocalSandbox
 from agentgym.sandboxes.pool import start
-from agentgym.sandboxes.sandbox import GRACE_SECONDS, AgentSandbox
+from agentgym.sandboxes.supervised import GRACE_SECONDS, SupervisedSandbox
 from tests.sandboxes.conftest import SMALL
 
 
@@ -37,7 +37,7 @@ async def test_wall_time_ends_the_sandbox(backend: str) -> None:
         await box.close()
 
 
-def freeze(box: AgentSandbox) -> None:
+def freeze(box: SupervisedSandbox) -> None:
     """Stop the supervisor without killing it: the worst case for a caller waiting on an answer."""
     if isinstance(box, DockerSandbox):
         engine.client().api.pause(box.id)
@@ -64,7 +64,7 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-async def test_hung_agent_times_out_instead_of_hanging(sandbox: AgentSandbox) -> None:
+async def test_hung_supervisor_times_out_instead_of_hanging(sandbox: SupervisedSandbox) -> None:
     freeze(sandbox)
     started = time.monotonic()
     with pytest.raises(SandboxTimeout, match="no answer"):

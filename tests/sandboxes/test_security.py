@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.sandboxes.pool import start
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from tests.network import NO_ROUTE, PROBE, UNANSWERED, host_addresses, outcomes
 from tests.sandboxes.conftest import SMALL
 
@@ -44,7 +44,7 @@ async def host_server() -> AsyncIterator[Listener]:
         await server.wait_closed()
 
 
-async def test_no_network(sandbox: AgentSandbox, host_server: Listener) -> None:
+async def test_no_network(sandbox: SupervisedSandbox, host_server: Listener) -> None:
     """The host, where this test listens, is not reached; reserved addresses have no route at all."""
     targets = [*((addr, 80) for addr in UNANSWERED), *((addr, host_server.port) for addr in host_addresses())]
     result = await sandbox.run_python(PROBE.format(targets=targets), timeout=60)
@@ -56,7 +56,7 @@ async def test_no_network(sandbox: AgentSandbox, host_server: Listener) -> None:
     assert host_server.peers == []
 
 
-async def test_memory_cap(sandbox: AgentSandbox) -> None:
+async def test_memory_cap(sandbox: SupervisedSandbox) -> None:
     twice = 2 * SMALL.memory_mb << 20
     result = await sandbox.run_python(f"hog = b'x' * {twice}")
     assert result.error is not None
@@ -82,7 +82,7 @@ print(n)
 """
 
 
-async def test_processes_are_bounded(sandbox: AgentSandbox) -> None:
+async def test_processes_are_bounded(sandbox: SupervisedSandbox) -> None:
     result = await sandbox.exec(f"python3 -c '{FORK_UNTIL_REFUSED}'", timeout=20)
     assert 0 < int(result.stdout) < SMALL.pids
     started = time.monotonic()
@@ -97,14 +97,14 @@ async def test_processes_are_bounded(sandbox: AgentSandbox) -> None:
         pytest.fail("the sandbox did not recover from a fork bomb")
 
 
-async def test_cpu_time_is_bounded(sandbox: AgentSandbox) -> None:
+async def test_cpu_time_is_bounded(sandbox: SupervisedSandbox) -> None:
     shell = await sandbox.exec("while :; do :; done", timeout=1)  # endless: they return only if stopped
     python = await sandbox.run_python("while True:\n    pass", timeout=1)
     assert shell.timed_out and python.timed_out
     assert (await sandbox.exec("echo after")).stdout == "after\n"
 
 
-async def test_disk_is_bounded(sandbox: AgentSandbox) -> None:
+async def test_disk_is_bounded(sandbox: SupervisedSandbox) -> None:
     twice = 2 * SMALL.disk_mb
     for path in ("/work/big", "/tmp/big"):
         result = await sandbox.run_python(
@@ -117,7 +117,7 @@ async def test_disk_is_bounded(sandbox: AgentSandbox) -> None:
     assert readonly.exit_code != 0
 
 
-async def test_output_flood_is_truncated_quickly(sandbox: AgentSandbox) -> None:
+async def test_output_flood_is_truncated_quickly(sandbox: SupervisedSandbox) -> None:
     shell = await sandbox.exec("head -c 200000000 /dev/zero | tr '\\0' x; echo tail >&2", timeout=120)
     python = await sandbox.run_python("print('y' * 50_000_000)", timeout=120)
     assert not shell.timed_out and not python.timed_out  # the flood is drained, not waited on until it is killed
@@ -153,7 +153,7 @@ def host_secrets(tmp_path: Path) -> Iterator[tuple[str, list[Path]]]:
         in_home.unlink()
 
 
-async def test_host_files_are_invisible(sandbox: AgentSandbox, host_secrets: tuple[str, list[Path]]) -> None:
+async def test_host_files_are_invisible(sandbox: SupervisedSandbox, host_secrets: tuple[str, list[Path]]) -> None:
     secret, paths = host_secrets
     result = await sandbox.exec("cat " + " ".join(map(str, paths)) + f"; ls {paths[0].parent}")
     assert secret not in result.stdout
@@ -161,7 +161,7 @@ async def test_host_files_are_invisible(sandbox: AgentSandbox, host_secrets: tup
     assert result.exit_code != 0
 
 
-async def test_no_docker_socket_and_no_root(sandbox: AgentSandbox) -> None:
+async def test_no_docker_socket_and_no_root(sandbox: SupervisedSandbox) -> None:
     result = await sandbox.exec(
         "ls -l /var/run/docker.sock /run/docker.sock /run/containerd/containerd.sock 2>&1; id -u"
     )
@@ -169,7 +169,7 @@ async def test_no_docker_socket_and_no_root(sandbox: AgentSandbox) -> None:
     assert result.stdout.splitlines()[-1] != "0"
 
 
-async def test_code_cannot_kill_the_agent(backend: str) -> None:
+async def test_code_cannot_kill_the_supervisor(backend: str) -> None:
     """Code runs as another uid than the supervisor, so even ``kill -9 -1`` leaves it standing.
 
     (A local sandbox started by a non-root user cannot switch uids in its unprivileged jail: there

@@ -4,7 +4,7 @@ no modules and no random state of the session before it, whether it follows a wi
 from __future__ import annotations
 
 from agentgym.sandboxes.pool import SandboxPool
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from tests.sandboxes.conftest import SMALL
 
 DIRTY = """
@@ -22,7 +22,7 @@ print(random.random(), random.getrandbits(64))
 """
 
 
-async def test_a_restarted_session_is_fresh(sandbox: AgentSandbox) -> None:
+async def test_a_restarted_session_is_fresh(sandbox: SupervisedSandbox) -> None:
     first = await sandbox.run_python(DIRTY)
     restart = await sandbox.run_python("import os\nos._exit(0)")
     assert restart.restarted
@@ -58,7 +58,7 @@ async def test_sessions_of_different_sandboxes_draw_different_random_numbers(bac
         await pool.shutdown()
 
 
-async def test_the_session_is_main(sandbox: AgentSandbox) -> None:
+async def test_the_session_is_main(sandbox: SupervisedSandbox) -> None:
     """Names defined in the session live in ``__main__``, as in a script: pickle finds them."""
     result = await sandbox.run_python(
         "import pickle, __main__\ndef f():\n    return 42\nprint(pickle.loads(pickle.dumps(f))(), __main__.f is f)"

@@ -13,7 +13,7 @@ import pytest
 
 from agentgym.sandboxes import local
 from agentgym.sandboxes.pool import SandboxPool, start
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 
@@ -60,7 +60,7 @@ async def pool(backend_name: str) -> AsyncIterator[SandboxPool]:
         yield one
 
 
-async def recycled(pool: SandboxPool, leave: str) -> tuple[AgentSandbox, AgentSandbox]:
+async def recycled(pool: SandboxPool, leave: str) -> tuple[SupervisedSandbox, SupervisedSandbox]:
     """Run ``leave`` in a sandbox, close it and take the same sandbox back, wiped."""
     first = await pool.acquire()
     result = await first.run_python(leave)
@@ -207,12 +207,12 @@ async def test_every_session_is_set_up_alike(pool: SandboxPool) -> None:
             await box.close()
 
 
-def _plant_root_file(box: AgentSandbox, path: str) -> None:
+def _plant_root_file(box: SupervisedSandbox, path: str) -> None:
     """Write a root-owned file at ``path`` inside ``box``, through a process of its /proc/PID/root."""
     Path(f"/proc/{_process_in(box)}/root{path}").write_text("not the code's")
 
 
-def _process_in(box: AgentSandbox) -> int:
+def _process_in(box: SupervisedSandbox) -> int:
     """The host pid of a process inside ``box`` (its container's init, or the local jail's deepest process)."""
     if isinstance(box, local.LocalSandbox):
         pid = box.proc.pid

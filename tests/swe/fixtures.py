@@ -15,8 +15,8 @@ def head_of(layout: str) -> str:
     """The base commit of the tiny repository of ``layout``, read from its image (built on first use)."""
     docker_or_skip()
     from agentgym.envs.swe.images import image_for
+    from agentgym.envs.swe.kept import GIT, start_fresh
     from agentgym.envs.swe.tasks import SWETask
-    from agentgym.envs.swe.warm import GIT, start_fresh
 
     image = image_for(SWETask.model_validate(repo.task_row("0" * 40, layout=layout)))
 

@@ -1,4 +1,4 @@
-"""The SWE env end to end on a tiny repository image built from a Dockerfile: tools, grading, warm reuse."""
+"""The SWE env end to end on a tiny repository image built from a Dockerfile: tools, grading, kept sandboxes reused."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from agentgym.envs.swe.env import SWEEnv
 from agentgym.envs.swe.images import image_for
+from agentgym.envs.swe.kept import kept_sandboxes
 from agentgym.envs.swe.policies import EmptyPatch, GoldPatch
 from agentgym.envs.swe.tasks import SWETask
 from agentgym.envs.swe.verifier import evaluate_patch
-from agentgym.envs.swe.warm import warm_sandboxes
 from agentgym.errors import EnvError, SandboxError
 from agentgym.parsing import native_tool_call
 from agentgym.policies.base import Reply
@@ -67,7 +67,7 @@ def test_reference_resolves_baseline_and_a_wrong_patch_do_not(task) -> None:
         try:
             return [await play(p, task) for p in (GoldPatch(), EmptyPatch(), Script(applies(repo.WRONG)))]
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     gold, empty, wrong = asyncio.run(main())
     assert gold.outcome == "terminated" and gold.reward == 1.0
@@ -121,7 +121,7 @@ def test_failures_end_as_recorded_outcomes_with_reasons(task) -> None:
             return (await play(cheat, task), await play(Script(applies(repo.BAD)), task),
                     await play(Script(applies(repo.HANGS)), task, test_timeout=3))
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     cheated, bad, hung = asyncio.run(main())
     # The edited tests passed in the model's own sandbox, yet the grade runs the task's tests.
@@ -167,7 +167,7 @@ def test_tools(task) -> None:
             out["tests"] = await env.run_tests(["tests/test_calc.py::test_add"])
             out["submit"] = await env.submit()
             out["patch"] = env.patch
-        await warm_sandboxes().shutdown()
+        await kept_sandboxes().shutdown()
         return out
 
     out = asyncio.run(main())
@@ -192,7 +192,7 @@ FILTER = "[filter \"x\"]\n\tsmudge = touch /var/tmp/pwned && cat\n"
 """A git filter in the model's $HOME: were it run by the reset's checkout, docker diff would show /var/tmp/pwned."""
 
 
-def test_warm_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -> None:
+def test_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -> None:
     leaves = Script(("bash", {"command": "echo secret > calc/leak.py && echo x > .pytest_cache_x; "
                               "nohup sleep 600 >/dev/null 2>&1 & echo started"}))
     looks = Script(("bash", {"command": "ls calc; git status --porcelain; ps -e 2>/dev/null | grep -c sleep; true"}))
@@ -208,9 +208,9 @@ def test_warm_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -
                               ("bash", {"command": "echo '* filter=x' > .gitattributes; echo x >> calc/__init__.py"})),
                        task)
             sixth = await play(Script(("bash", {"command": "ls; ls -a $HOME"})), task)
-            return first, second, third, fourth, fifth, sixth, list(warm_sandboxes().discarded)
+            return first, second, third, fourth, fifth, sixth, list(kept_sandboxes().discarded)
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     first, second, third, fourth, fifth, sixth, discarded = asyncio.run(main())
     assert second.info["sandbox_reused"] is True and "sandbox_discarded" not in first.info
@@ -242,7 +242,7 @@ CHANNELS = {
 TRACES = ("leaked-reflog", "refs/x", " 4242 ", " 4243 ", " 4244 ", "2001-02-03", "leaked-ignored", "new.txt")
 
 
-def test_warm_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None:  # noqa: F811
+def test_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None:  # noqa: F811
     task = SWETask.model_validate(repo.task_row(src_base_commit, layout="src")).to_task()
 
     async def main():
@@ -259,7 +259,7 @@ def test_warm_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None
                     out[name] = (planted, discarded, env.trajectory.info["sandbox_reused"], seen)
                     await env.release_sandbox()
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
         return out
 
     out = asyncio.run(main())
@@ -298,7 +298,7 @@ def test_eval_cli_reference_and_baseline(task, tmp_path) -> None:
 
 
 def test_another_try_continues_from_the_submitted_patch(task) -> None:
-    from agentgym.wrappers import TryAgain
+    from agentgym.feedback import TryAgain
 
     half = Script(("str_replace", {"path": "calc/__init__.py", "old_str": "def slow():",
                                    "new_str": "def slow():  # tried"}))
@@ -321,7 +321,7 @@ def test_another_try_continues_from_the_submitted_patch(task) -> None:
             async with SWEEnv(feedback=TryAgain(tries=2)) as env:
                 return await rollout(env, ThenGold(), task)
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     trajectory = asyncio.run(main())
     assert trajectory.attempts == [0.0, 1.0]
@@ -337,7 +337,7 @@ def test_check_env(task) -> None:
         try:
             return await check_env("swe", tasks=[task])
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     report = asyncio.run(main())
     assert report.env == "agentgym/swe-v0" and report.reference_return == 1.0 and report.baseline_return == 0.0
@@ -379,7 +379,7 @@ def test_a_diff_over_the_size_limit_at_the_end_is_graded_not_applied(task) -> No
         try:
             return await play(big, task, max_turns=1)
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     trajectory = asyncio.run(main())
     assert trajectory.outcome == "truncated" and trajectory.failure is None, trajectory.failure

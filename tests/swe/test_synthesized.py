@@ -15,10 +15,10 @@ import pytest
 from agentgym.envs.swe.env import SWEEnv
 from agentgym.envs.swe.grading import swebench_spec
 from agentgym.envs.swe.images import image_for
+from agentgym.envs.swe.kept import kept_sandboxes
 from agentgym.envs.swe.policies import EmptyPatch, GoldPatch
 from agentgym.envs.swe.tasks import SWETask, load_tasks
 from agentgym.envs.swe.verifier import evaluate_patch
-from agentgym.envs.swe.warm import warm_sandboxes
 from agentgym.rollout import rollout
 from agentgym.sandboxes import engine
 from tests.conftest import docker_or_skip
@@ -74,7 +74,7 @@ def test_reference_and_baseline_through_the_env(path: Path) -> None:
             async with SWEEnv() as env:
                 return [await rollout(env, policy, task) for policy in (GoldPatch(), EmptyPatch())]
         finally:
-            await warm_sandboxes().shutdown()
+            await kept_sandboxes().shutdown()
 
     gold, empty = asyncio.run(main())
     assert (gold.reward, empty.reward) == (1.0, 0.0), (gold.info, gold.failure)
@@ -109,7 +109,7 @@ def test_the_model_s_container_shows_nothing_of_the_fix(path: Path) -> None:
     docker_or_skip()
     import hashlib
 
-    from agentgym.envs.swe.warm import start_fresh
+    from agentgym.envs.swe.kept import start_fresh
 
     swe = SWETask.of(load_tasks(path)[0])
     mutated = swe.source_archive["bug_patch"].split("\n", 1)[0].split(" b/")[-1]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.envs.swe import testrun
-from agentgym.sandboxes.base import Limits
+from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.pool import start
 from tests.conftest import docker_or_skip
 

@@ -1,7 +1,7 @@
-"""What every backend shares: the :class:`~agentgym.sandboxes.base.Sandbox` methods, spoken to the supervisor.
+"""What every backend shares: the :class:`~agentgym.sandboxes.contract.Sandbox` methods, spoken to the supervisor.
 
 A backend only starts the supervisor somewhere (a container, a bubblewrap jail), connects an
-:class:`~agentgym.sandboxes.protocol.SupervisorClient` to it and says how to destroy it; the rest lives
+:class:`~agentgym.sandboxes.client.SupervisorClient` to it and says how to destroy it; the rest lives
 here, so both backends behave the same. The destroy function is held by a ``weakref.finalize``, so
 a sandbox nobody closed is still destroyed when it is garbage-collected or when the interpreter
 exits: the synchronous backstop behind ``close()``.
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentgym.errors import SandboxError, SandboxTimeout
-from agentgym.sandboxes import fork, lent
-from agentgym.sandboxes.base import ExecResult, Limits, PythonResult
-from agentgym.sandboxes.protocol import SupervisorClient
+from agentgym.sandboxes import direct_session, fork
+from agentgym.sandboxes.client import SupervisorClient
+from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult
 
 if TYPE_CHECKING:
     import socket
@@ -40,7 +40,7 @@ PING_TIMEOUT = 2.0
 STARTUP_TIMEOUT = 30.0
 RECYCLE_TIMEOUT = 10.0
 
-class AgentSandbox:
+class SupervisedSandbox:
     """A sandbox whose supervisor answers on ``client``; the backend passes how to destroy it.
 
     Attributes:
@@ -53,7 +53,7 @@ class AgentSandbox:
     that uid left) in private IPC and mount namespaces. Set by the backend."""
 
     def __init__(self, id: str, limits: Limits, client: SupervisorClient, destroy: Callable[[], None],
-                 lender: socket.socket | None = None) -> None:
+                 session_socket: socket.socket | None = None) -> None:
         """
         Args:
             id: The backend's name for the sandbox.
@@ -61,27 +61,27 @@ class AgentSandbox:
             client: Connected to the sandbox's supervisor.
             destroy: Blocking; frees everything the sandbox holds. Must not refer to the sandbox
                 object, since it also runs after the object is gone.
-            lender: The host's end of the socket the supervisor lends its Python session on (see
-                :mod:`~agentgym.sandboxes.lent`); None where there is none (a remote engine's
+            session_socket: The host's end of the socket the supervisor sends its Python session's pipes on (see
+                :mod:`~agentgym.sandboxes.direct_session`); None where there is none (a remote engine's
                 attach stream), and python calls then go through the supervisor.
         """
         self.id = id
         self.limits = limits
         self.client = client
-        self.lender = lender
+        self.session_socket = session_socket
         self.started = time.monotonic()
         self._hold(weakref.finalize(self, _destroy_quietly, id, destroy), None)
 
-    def _hold(self, finalizer: weakref.finalize, session: lent.LentSession | None) -> None:  # type: ignore[type-arg]
+    def _hold(self, finalizer: weakref.finalize, session: direct_session.DirectSession | None) -> None:  # type: ignore[type-arg]
         """Set what belongs to one holder of the sandbox rather than to the sandbox itself: the handle
         :meth:`__init__` makes and each new one :meth:`recycle` makes set it here, so that a new field of
         a holder's is one line here and no handle inherits the last holder's."""
         self._finalizer = finalizer  # destroys the sandbox if this handle is dropped unclosed
         self._closed = False
         # Set by a recycling pool while the sandbox is lent out: called with (sandbox, reusable).
-        self.return_to: Callable[[AgentSandbox, bool], None] | None = None
-        self._lent = session
-        self._cut_off = False  # a call on the lent session was cancelled: the next one starts a new session
+        self.return_to: Callable[[SupervisedSandbox, bool], None] | None = None
+        self._session = session
+        self._cut_off = False  # a call on the direct session was cancelled: the next one starts a new session
         self._python_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -116,46 +116,46 @@ class AgentSandbox:
         traceback) and the session lives on. When the code times out, or kills its own process
         (``os._exit``, out of memory, closed stdout), the session is restarted: ``restarted`` is
         set and earlier variables are gone. A call cancelled by its caller leaves the session to be
-        replaced where it is lent to this process (see :mod:`~agentgym.sandboxes.lent`): the next
+        replaced where this process holds it directly (see :mod:`~agentgym.sandboxes.direct_session`): the next
         call runs in a new one (``restarted``).
 
         Raises:
             SandboxError: The sandbox died or is closed.
         """
         seconds = self._timeout(timeout)
-        if self.lender is not None:
-            return await self._run_lent(code, seconds)
+        if self.session_socket is not None:
+            return await self._run_direct(code, seconds)
         reply = await self._call("python", seconds, code=code, timeout=seconds)
         return PythonResult(
             output=reply["stdout"] + reply["stderr"], error=reply["error"], timed_out=reply["timed_out"],
             truncated=reply["truncated"], restarted=reply["restarted"],
         )
 
-    async def _run_lent(self, code: str, seconds: float) -> PythonResult:
-        """``run_python`` on the session's own pipes (:mod:`~agentgym.sandboxes.lent`), the supervisor asked
+    async def _run_direct(self, code: str, seconds: float) -> PythonResult:
+        """``run_python`` on the session's own pipes (:mod:`~agentgym.sandboxes.direct_session`), the supervisor asked
         only for a session and to restart one; the result is the same as through the supervisor."""
         async with self._python_lock:
             if self._closed:
                 raise SandboxError(f"sandbox {self.id} is closed")
             fresh = False
-            if self._lent is None:
+            if self._session is None:
                 # after a call cut off by its caller, the session may still be running that call's code
                 fresh = self._cut_off
                 _, failed = await self._borrow("cut off" if fresh else None, seconds)
                 self._cut_off = False
                 if failed is not None:
                     return PythonResult(output="", error=failed, timed_out=False, truncated=False, restarted=True)
-            session = self._lent
+            session = self._session
             assert session is not None
             try:
                 ran = await session.run(code, seconds)
             except BaseException:  # cancelled: the next call gets a new session (its reply would be this one's)
-                self._lent, self._cut_off = None, True
+                self._session, self._cut_off = None, True
                 session.close()
                 raise
             error = ran.error
             if ran.outcome != "done":
-                self._lent = None
+                self._session = None
                 try:
                     note, failed = await self._borrow(ran.outcome, seconds)
                 finally:
@@ -170,24 +170,24 @@ class AgentSandbox:
     async def _borrow(self, restart: str | None, seconds: float) -> tuple[str, str | None]:
         """Take the session's pipes from the supervisor, which first kills the current session when ``restart``
         says why; what a python call says of the restart, and why no session could be started."""
-        assert self.lender is not None
+        assert self.session_socket is not None
         reply = await self._call("session", 0.0, restart=restart, timeout=seconds)
         if reply["failed"]:
             return reply["note"] or "", reply["failed"]
         try:
-            self._lent = self._take_lent()
+            self._session = self._take_session()
         except OSError as e:
-            raise SandboxError(f"sandbox {self.id}: the supervisor lent no Python session: {e}") from e
+            raise SandboxError(f"sandbox {self.id}: the supervisor sent no Python session: {e}") from e
         return reply["note"] or "", None
 
-    def _take_lent(self) -> lent.LentSession:
-        """The session the supervisor has just lent: its pipes wait on the lending socket.
+    def _take_session(self) -> direct_session.DirectSession:
+        """The session the supervisor has just sent: its pipes wait on the session socket.
 
         Raises:
             OSError: They are not there.
         """
-        assert self.lender is not None
-        return lent.LentSession(lent.receive(self.lender), self.limits.output_bytes)
+        assert self.session_socket is not None
+        return direct_session.DirectSession(direct_session.receive(self.session_socket), self.limits.output_bytes)
 
     async def read_file(self, path: str) -> bytes:
         """The bytes of ``path`` (relative paths start at the working directory).
@@ -223,7 +223,7 @@ class AgentSandbox:
             return False
         return True
 
-    async def recycle(self) -> AgentSandbox | None:
+    async def recycle(self) -> SupervisedSandbox | None:
         """Wipe this (closed) sandbox back to fresh and return it as a new object, or None if it cannot be.
 
         Fresh means what a new sandbox has, checked inside by the supervisor (its ``wipe`` op): no process
@@ -235,13 +235,13 @@ class AgentSandbox:
         """
         if not self.recyclable or self.client.broken is not None or self.client.protocol.lost is not None:
             return None
-        self._drop_lent()  # the wipe ends the session; the next user borrows the new one
+        self._drop_session()  # the wipe ends the session; the next user borrows the new one
         session = None
         try:
             wiped = await self.client.call("wipe", RECYCLE_TIMEOUT + GRACE_SECONDS, timeout=RECYCLE_TIMEOUT,
-                                           lend=self.lender is not None)
+                                           lend=self.session_socket is not None)
             if wiped.get("lent"):
-                session = self._take_lent()
+                session = self._take_session()
         except (SandboxError, OSError) as e:
             log.info("sandbox %s could not be recycled: %s", self.id, e)
             return None
@@ -255,11 +255,11 @@ class AgentSandbox:
             return None
         _, destroy, args, _ = detached  # (object, function, args, kwargs)
         fresh = copy.copy(self)  # the same sandbox; what belongs to the holder is set anew just below
-        # The new session was lent with the wipe's reply: the first call asks nothing more.
+        # The new session was sent with the wipe's reply: the first call asks nothing more.
         fresh._hold(weakref.finalize(fresh, destroy, *args), session)
         return fresh
 
-    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[AgentSandbox]:
+    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[SupervisedSandbox]:
         """``n`` new sandboxes that start from this one's current files, for branching an episode at a turn.
 
         Each fork has the same image and limits, a copy of every file code could have written (the
@@ -304,7 +304,7 @@ class AgentSandbox:
         if self._closed:
             return
         self._closed = True
-        self._drop_lent()
+        self._drop_session()
         if self.return_to is not None:
             give_back, self.return_to = self.return_to, None
             give_back(self, True)
@@ -317,20 +317,20 @@ class AgentSandbox:
         if self.return_to is not None:
             give_back, self.return_to = self.return_to, None
             give_back(self, False)
-        self._drop_lent()
-        if self.lender is not None:
-            self.lender.close()
+        self._drop_session()
+        if self.session_socket is not None:
+            self.session_socket.close()
         self.client.close()
         await asyncio.to_thread(self._finalizer)
 
-    async def __aenter__(self) -> AgentSandbox:
+    async def __aenter__(self) -> SupervisedSandbox:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # ----------------------------------------------------------------- for backends
-    async def _start_like(self, n: int) -> list[AgentSandbox]:
+    async def _start_like(self, n: int) -> list[SupervisedSandbox]:
         """``n`` fresh, empty sandboxes of this one's kind and limits: what :meth:`fork` fills."""
         raise SandboxError(f"{type(self).__name__} sandboxes cannot be forked")
 
@@ -352,10 +352,10 @@ class AgentSandbox:
             raise SandboxError(f"sandbox {self.id} did not start: {e}") from e
 
     # ----------------------------------------------------------------- internals
-    def _drop_lent(self) -> None:
-        if self._lent is not None:
-            self._lent.close()
-            self._lent = None
+    def _drop_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def _timeout(self, timeout: float | None) -> float:
         return self.limits.exec_timeout if timeout is None else timeout

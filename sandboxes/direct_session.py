@@ -3,7 +3,7 @@
 A python call through the supervisor crosses two processes: the host writes a request to the supervisor, the
 supervisor writes the code to the session's pipe, waits for its reply, reads its output, and writes a
 reply back. The supervisor's part of that is a large share of the call's cost (docs/benchmarks.md, "Python
-calls that skip the supervisor", has the figures). So the supervisor lends the host the session's
+calls that skip the supervisor", has the figures). So the supervisor hands the host the session's
 own pipes (its ``session`` op sends them with ``SCM_RIGHTS`` on a socket kept for that): the host
 writes the code frame to the session and reads its reply and output itself, exactly as the supervisor
 would, and the supervisor only steps in to start a session, to kill one that timed out, died or closed
@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from agentgym.sandboxes.pipes import PipeWriter
 
-# The supervisor's own: the host reads a lent session as the supervisor reads one it keeps.
+# The supervisor's own: the host reads a direct session as the supervisor reads one it keeps.
 from agentgym.sandboxes.supervisor.wire import (
     LENGTH_DIGITS,
     LENT_FDS,
@@ -50,7 +50,7 @@ Outcome = Literal["done", "timeout", "died", "broken", "garbled"]
 
 @dataclass
 class Ran:
-    """What one python call on a lent session came to.
+    """What one python call on a direct session came to.
 
     Attributes:
         outcome: ``done`` (the session answered and lives on), ``timeout``, ``died`` (its reply pipe
@@ -67,24 +67,24 @@ class Ran:
     err: Capture
 
 
-def receive(lender: socket.socket) -> list[int]:
-    """The session's four pipes, which the supervisor sent on ``lender`` before its reply to ``session``.
+def receive(session_socket: socket.socket) -> list[int]:
+    """The session's four pipes, which the supervisor sent on ``session_socket`` before its reply to ``session``.
 
     Raises:
         OSError: Nothing (or not four descriptors) was waiting there; any received are closed.
     """
-    _, fds, _, _ = socket.recv_fds(lender, 1, LENT_FDS, socket.MSG_DONTWAIT)
+    _, fds, _, _ = socket.recv_fds(session_socket, 1, LENT_FDS, socket.MSG_DONTWAIT)
     if len(fds) != LENT_FDS:
         for fd in fds:
             os.close(fd)
-        raise OSError(f"the supervisor lent {len(fds)} descriptors, not {LENT_FDS}")
+        raise OSError(f"the supervisor sent {len(fds)} descriptors, not {LENT_FDS}")
     for fd in fds:  # nothing this process starts (a local sandbox, a browser's driver) may inherit them
         os.set_inheritable(fd, False)
     return fds
 
 
-class LentSession:
-    """One Python session's pipes, lent by the supervisor; python calls on it run from this event loop.
+class DirectSession:
+    """One Python session's pipes, handed over by the supervisor; python calls on it run from this event loop.
 
     Calls are one at a time (the caller holds a lock). The reply pipe is watched for as long as the
     session is held; stdout and stderr only once a call has run for :data:`QUIET_WAIT` without

@@ -1,9 +1,9 @@
-"""SWE sandboxes: fresh containers of a task's image, and warm reuse by resetting one to its base.
+"""SWE sandboxes: fresh containers of a task's image, and kept ones reused by resetting them to their base.
 
 A SWE repository lives at ``/testbed`` in the container's own filesystem (``Limits.writable_root``),
 so the agent's generic wipe, which checks every writable mount file by file, cannot vouch for it and a
 pool would destroy it. Instead, when an episode ends its sandbox is reset here, in about the time of a
-``git reset``, and reused only if every check passes (:meth:`WarmSandboxes.give_back`):
+``git reset``, and reused only if every check passes (:meth:`KeptSandboxes.give_back`):
 
 1. every process of the code's user is killed (``kill -9 -1`` as that user), and none is left;
 2. ``/tmp``, ``/work`` (the code's ``$HOME``) and ``/dev/shm`` are emptied and hold what they held at start;
@@ -42,7 +42,7 @@ from agentgym.sandboxes import Limits, Sandbox, engine
 from agentgym.sandboxes.bootstrap import supervisor_sources
 from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.runtime import SandboxRuntime, current
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 from .tasks import REPO_DIR
 
@@ -74,7 +74,7 @@ class Fresh:
     ignored: list[list[Any]]  # the ignored paths' state, from the record
 
 
-async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
+async def start_fresh(image: str, limits: Limits = LIMITS) -> SupervisedSandbox:
     """A new container of ``image``; the caller destroys it.
 
     Raises:
@@ -89,7 +89,7 @@ async def start_fresh(image: str, limits: Limits = LIMITS) -> AgentSandbox:
         raise EnvError(f"could not start a SWE sandbox from {image}: {e}") from e
 
 
-async def snapshot(sandbox: AgentSandbox) -> Fresh:
+async def snapshot(sandbox: SupervisedSandbox) -> Fresh:
     """What a fresh sandbox looks like, before anyone touched it: what a reset must give back."""
     status = await _run(sandbox, f"{_STATUS} --porcelain --ignored", "git status")
     ignored = [line[3:] for line in status.splitlines() if line.startswith("!! ")]
@@ -99,7 +99,7 @@ async def snapshot(sandbox: AgentSandbox) -> Fresh:
                  record=record, ignored=json.loads(record)["ignored"])
 
 
-async def _inside(sandbox: AgentSandbox, command: str, *args: str, record: str | None = None) -> str:
+async def _inside(sandbox: SupervisedSandbox, command: str, *args: str, record: str | None = None) -> str:
     """Run :mod:`~agentgym.envs.swe.reset_inside` ``command`` in the sandbox; what it wrote (JSON).
 
     Its files go to a folder of their own in ``/tmp``, written anew each time (the model could have
@@ -132,7 +132,7 @@ _PROCESSES_LEFT = (
 )
 
 
-async def _run(sandbox: AgentSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
+async def _run(sandbox: SupervisedSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
     done = await sandbox.exec(cmd, cwd=cwd, timeout=RESET_TIMEOUT)
     if done.exit_code != 0 or done.truncated:
         raise SandboxError(f"{what} failed ({done.exit_code}): {done.output[-500:]}")
@@ -148,7 +148,7 @@ def _docker_diff(container_id: str) -> list[str]:
         raise SandboxError(f"docker diff failed: {e}") from e
 
 
-async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
+async def reset_to_base(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: str) -> str | None:
     """Reset a used sandbox to its fresh state at ``base_commit``; None when every check passes, else why not."""
     try:
         await sandbox.exec("kill -9 -1 2>/dev/null; true", timeout=RESET_TIMEOUT)
@@ -160,7 +160,7 @@ async def reset_to_base(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -
         return f"the reset failed: {e}"
 
 
-async def _reset_and_check(sandbox: AgentSandbox, fresh: Fresh, base_commit: str) -> str | None:
+async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: str) -> str | None:
     await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
                        cwd="/", timeout=RESET_TIMEOUT)
     if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
@@ -201,7 +201,7 @@ def _expected(path: str) -> bool:
     return True
 
 
-class WarmSandboxes:
+class KeptSandboxes:
     """Reset sandboxes of each image, ready for the next episode on that image (one set per sandbox runtime).
 
     ``take`` hands out a reset one (or starts a fresh container); ``give_back`` resets one after its
@@ -210,14 +210,14 @@ class WarmSandboxes:
     """
 
     def __init__(self) -> None:
-        self.idle: dict[str, list[tuple[AgentSandbox, Fresh]]] = {}
+        self.idle: dict[str, list[tuple[SupervisedSandbox, Fresh]]] = {}
         # Those handed out, by id: the set keeps the container and its fresh record, the env holds a
         # plain Sandbox and gives it back by that id.
-        self.taken: dict[str, tuple[AgentSandbox, Fresh]] = {}
+        self.taken: dict[str, tuple[SupervisedSandbox, Fresh]] = {}
         self.discarded: list[str] = []  # why sandboxes were not reused, most recent last (for tests and logs)
 
-    async def take(self, image: str, limits: Limits = LIMITS) -> tuple[AgentSandbox, bool]:
-        """A sandbox of ``image`` at its fresh state, and whether it was reused (warm)."""
+    async def take(self, image: str, limits: Limits = LIMITS) -> tuple[SupervisedSandbox, bool]:
+        """A sandbox of ``image`` at its fresh state, and whether it was reused (kept from an earlier episode)."""
         idle = self.idle.get(image, [])
         while idle:
             sandbox, fresh = idle.pop()
@@ -262,8 +262,8 @@ class WarmSandboxes:
 KEPT = "SWE sandboxes kept for the next episode"  # their kind in a sandbox runtime
 
 
-def warm_sandboxes(runtime: SandboxRuntime | None = None) -> WarmSandboxes:
-    """The runtime's :class:`WarmSandboxes` (default: :func:`~agentgym.sandboxes.runtime.current`), shared
+def kept_sandboxes(runtime: SandboxRuntime | None = None) -> KeptSandboxes:
+    """The runtime's :class:`KeptSandboxes` (default: :func:`~agentgym.sandboxes.runtime.current`), shared
     by every SWE env of the run and destroyed with the runtime."""
-    return (runtime or current()).hold(KEPT, None, WarmSandboxes)
+    return (runtime or current()).hold(KEPT, None, KeptSandboxes)
 

@@ -1,4 +1,4 @@
-"""Python calls on a lent session (agentgym.sandboxes.lent): the host talks to the session itself, the
+"""Python calls on a direct session (agentgym.sandboxes.direct_session): the host talks to the session itself, the
 supervisor only starts and restarts sessions; what the session's code does to its own pipes is bounded."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes.pool import SandboxPool
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.sandboxes.supervisor.wire import QUIET_WAIT, cut_traceback, parse_reply, plain_reply, reply_limit
 from tests.sandboxes.conftest import SMALL
 
@@ -28,29 +28,29 @@ def reply_pipe():
 """
 
 
-def agent_requests(sandbox: AgentSandbox) -> int:
+def supervisor_requests(sandbox: SupervisedSandbox) -> int:
     """How many requests the host has sent the supervisor so far."""
     return sandbox.client._next_id
 
 
-async def test_python_calls_do_not_go_through_the_agent(sandbox: AgentSandbox) -> None:
-    assert sandbox.lender is not None
+async def test_python_calls_do_not_go_through_the_supervisor(sandbox: SupervisedSandbox) -> None:
+    assert sandbox.session_socket is not None
     await sandbox.run_python("x = 1")
-    before = agent_requests(sandbox)
+    before = supervisor_requests(sandbox)
     for i in range(50):
         result = await sandbox.run_python(f"x += 1\nprint(x, {i})")
         assert result.output == f"{i + 2} {i}\n" and not result.restarted
-    assert agent_requests(sandbox) == before
+    assert supervisor_requests(sandbox) == before
 
 
 @pytest.mark.parametrize("forged", [b"xxxxxxxxxx{}", b"9999999999", b"0000000002{}0000000002{}", plain_reply(2),
                                     plain_reply(2) * 2, plain_reply(1)])
-@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
-async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: AgentSandbox, forged: bytes,
+@pytest.mark.parametrize("path", ["direct", "through the supervisor"])
+async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: SupervisedSandbox, forged: bytes,
                                                                   path: str) -> None:
     if path == "through the supervisor":
-        sandbox._drop_lent()
-        sandbox.lender = None
+        sandbox._drop_session()
+        sandbox.session_socket = None
     await sandbox.run_python(FIND_REPLY_PIPE + "kept = 'from before'")  # call 1: the forged replies are call 2's
     result = await sandbox.run_python(f"import time\nos.write(reply_pipe(), {forged!r})\ntime.sleep(0.3)")
     if not result.restarted:  # a well-formed forged reply ends the call early; the real one then has an old number
@@ -61,20 +61,20 @@ async def test_a_session_that_writes_its_own_replies_is_restarted(sandbox: Agent
     assert again.output == "None\n" and not again.restarted  # a new session, working
 
 
-async def test_code_longer_than_a_pipe_runs(sandbox: AgentSandbox) -> None:
+async def test_code_longer_than_a_pipe_runs(sandbox: SupervisedSandbox) -> None:
     blob = "z" * 1_000_000
     result = await sandbox.run_python(f"s = {blob!r}\nprint(len(s))")
     assert result.output == "1000000\n" and result.error is None
 
 
-async def test_output_that_never_stops_is_capped_and_timed_out(sandbox: AgentSandbox) -> None:
+async def test_output_that_never_stops_is_capped_and_timed_out(sandbox: SupervisedSandbox) -> None:
     result = await sandbox.run_python("while True:\n    print('x' * 1000)", timeout=1.0)
     assert result.timed_out and result.restarted and result.truncated
     assert len(result.output) == SMALL.output_bytes
     assert (await sandbox.run_python("print(2)")).output == "2\n"
 
 
-async def test_a_short_timeout_after_a_slow_call_is_kept(sandbox: AgentSandbox) -> None:
+async def test_a_short_timeout_after_a_slow_call_is_kept(sandbox: SupervisedSandbox) -> None:
     """The watchdog left set for a slow call with a long timeout must not stretch the next call's."""
     slow = await sandbox.run_python(f"import time\ntime.sleep({20 * QUIET_WAIT})\nprint('slow')", timeout=60)
     assert slow.output == "slow\n" and not slow.timed_out
@@ -84,14 +84,14 @@ async def test_a_short_timeout_after_a_slow_call_is_kept(sandbox: AgentSandbox) 
     assert asyncio.get_running_loop().time() - started < 10  # not the 60 s the slow call was allowed
 
 
-async def test_a_huge_exception_comes_back_cut(sandbox: AgentSandbox) -> None:
+async def test_a_huge_exception_comes_back_cut(sandbox: SupervisedSandbox) -> None:
     result = await sandbox.run_python("raise ValueError('v' * 5_000_000)")
     assert not result.restarted and result.error is not None
     assert result.error.endswith(f"[the traceback is cut at {SMALL.output_bytes} characters]\n")
     assert (await sandbox.run_python("print(3)")).output == "3\n"
 
 
-async def test_the_session_holds_no_socket(sandbox: AgentSandbox) -> None:
+async def test_the_session_holds_no_socket(sandbox: SupervisedSandbox) -> None:
     result = await sandbox.run_python(
         "import os\nprint(sorted(os.readlink(f'/proc/self/fd/{n}').split(':')[0] for n in os.listdir('/proc/self/fd')"
         " if os.path.exists(f'/proc/self/fd/{n}')))"
@@ -99,7 +99,7 @@ async def test_the_session_holds_no_socket(sandbox: AgentSandbox) -> None:
     assert "socket" not in result.output and "pipe" in result.output
 
 
-async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(backend: str) -> None:
+async def test_a_wipe_hands_over_the_new_session_and_the_old_handle_reaches_none(backend: str) -> None:
     pool = SandboxPool(backend, "python", SMALL, size=1, max_size=1)
     try:
         first = await pool.acquire()
@@ -107,10 +107,10 @@ async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(back
         await first.close()
         second = await pool.acquire()
         assert second is not first and second.id == first.id  # the same container, recycled
-        before = agent_requests(second)
+        before = supervisor_requests(second)
         result = await second.run_python("print(globals().get('secret'))")
         assert result.output == "None\n"
-        assert agent_requests(second) == before  # the session came with the wipe's reply
+        assert supervisor_requests(second) == before  # the session came with the wipe's reply
         with pytest.raises(SandboxError, match="closed"):
             await first.run_python("print(secret)")
         await second.close()
@@ -118,7 +118,7 @@ async def test_a_wipe_lends_the_new_session_and_the_old_handle_reaches_none(back
         await pool.shutdown()
 
 
-async def test_a_call_cancelled_by_its_caller_leaves_nothing_for_the_next(sandbox: AgentSandbox) -> None:
+async def test_a_call_cancelled_by_its_caller_leaves_nothing_for_the_next(sandbox: SupervisedSandbox) -> None:
     await sandbox.run_python("kept = 1")
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(sandbox.run_python("import time\ntime.sleep(1)\nprint('late')"), 0.3)
@@ -128,22 +128,22 @@ async def test_a_call_cancelled_by_its_caller_leaves_nothing_for_the_next(sandbo
     assert (await sandbox.run_python("print(4)")).output == "4\n"
 
 
-async def test_the_lent_pipes_are_not_inherited_by_what_this_process_starts(sandbox: AgentSandbox) -> None:
+async def test_the_session_pipes_are_not_inherited_by_what_this_process_starts(sandbox: SupervisedSandbox) -> None:
     import os
 
     await sandbox.run_python("print(1)")
-    session = sandbox._lent
+    session = sandbox._session
     assert session is not None
     for fd in (session.code_in, session.replies, session.stdout, session.stderr):
         assert not os.get_inheritable(fd)
 
 
-@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
-async def test_code_with_a_lone_surrogate_is_the_codes_own_error(sandbox: AgentSandbox, path: str) -> None:
+@pytest.mark.parametrize("path", ["direct", "through the supervisor"])
+async def test_code_with_a_lone_surrogate_is_the_codes_own_error(sandbox: SupervisedSandbox, path: str) -> None:
     # JSON lets a model send "\ud800"; no Python can run it, and the session lives on either way
     if path == "through the supervisor":
-        sandbox._drop_lent()
-        sandbox.lender = None
+        sandbox._drop_session()
+        sandbox.session_socket = None
     await sandbox.run_python("kept = 5")
     result = await sandbox.run_python("x = '\ud800'\nprint(1)")
     assert result.error is not None and "UnicodeDecodeError" in result.error and not result.restarted
@@ -156,13 +156,13 @@ def frame(body):
 """
 
 
-@pytest.mark.parametrize("path", ["lent", "through the supervisor"])
-async def test_a_deeply_nested_reply_is_garbled_at_once(sandbox: AgentSandbox, path: str) -> None:
+@pytest.mark.parametrize("path", ["direct", "through the supervisor"])
+async def test_a_deeply_nested_reply_is_garbled_at_once(sandbox: SupervisedSandbox, path: str) -> None:
     """A well-formed JSON frame that nests past any parser's recursion ends the call as garbled at once
     (it used to raise RecursionError in the host's reader and hang the call until its timeout)."""
     if path == "through the supervisor":
-        sandbox._drop_lent()
-        sandbox.lender = None
+        sandbox._drop_session()
+        sandbox.session_socket = None
     await sandbox.run_python(FIND_REPLY_PIPE + FRAME)
     started = asyncio.get_running_loop().time()
     result = await sandbox.run_python("import time\nos.write(reply_pipe(), frame(b'[' * 100000 + b']' * 100000))\n"
@@ -171,15 +171,15 @@ async def test_a_deeply_nested_reply_is_garbled_at_once(sandbox: AgentSandbox, p
     assert asyncio.get_running_loop().time() - started < 10
 
 
-async def test_every_field_of_a_forged_reply_is_bounded(sandbox: AgentSandbox) -> None:
+async def test_every_field_of_a_forged_reply_is_bounded(sandbox: SupervisedSandbox) -> None:
     """A forged reply of this call's number: one whose error is past the bound as JSON (12 times the cap,
     which the host used to take whole, or a little over the cap) is refused; within it, it is at most
     about the cap long."""
     cap = SMALL.output_bytes
     for error, refused in (("\U0001f600" * cap, True), ("v" * (cap + 5000), True), ("v" * (cap + 2000), False)):
         await sandbox.run_python(FIND_REPLY_PIPE + FRAME + "import json, time")
-        assert sandbox._lent is not None
-        call = sandbox._lent._calls + 1
+        assert sandbox._session is not None
+        call = sandbox._session._calls + 1
         body = f"json.dumps({{'call': {call}, 'error': {error[:1]!r} * {len(error)}, 'broken': False}})"
         result = await sandbox.run_python(f"os.write(reply_pipe(), frame({body}.encode()))\ntime.sleep(5)")
         if refused:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from agentgym.sandboxes.sandbox import AgentSandbox
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 
-async def test_concurrent_callers_each_get_their_own_answer(sandbox: AgentSandbox) -> None:
+async def test_concurrent_callers_each_get_their_own_answer(sandbox: SupervisedSandbox) -> None:
     results = await asyncio.gather(
         *(sandbox.run_python(f"print({i} * 2)") for i in range(20)),
         *(sandbox.exec(f"echo {i}") for i in range(20)),
@@ -16,7 +16,7 @@ async def test_concurrent_callers_each_get_their_own_answer(sandbox: AgentSandbo
     assert [r.stdout for r in results[20:]] == [f"{i}\n" for i in range(20)]  # type: ignore[union-attr]
 
 
-async def test_a_cancelled_call_does_not_answer_the_next_one(sandbox: AgentSandbox) -> None:
+async def test_a_cancelled_call_does_not_answer_the_next_one(sandbox: SupervisedSandbox) -> None:
     slow = asyncio.ensure_future(sandbox.exec("sleep 1; echo slow"))
     await asyncio.sleep(0.2)
     slow.cancel()
