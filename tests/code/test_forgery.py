@@ -472,17 +472,17 @@ async def test_verification_only_runs_python_and_destroys_a_providers_sandboxes(
 
 
 async def test_verifier_sandboxes_are_never_lent_to_a_model(backend, monkeypatch):
-    from agentgym.envs.code import verifier
+    from agentgym.envs.code import grading
 
     verifier_ids: set[str] = set()
-    acquire_pair = verifier._acquire_pair
+    acquire_pair = grading._acquire_pair
 
     async def spy(*args):
         pair = await acquire_pair(*args)
         verifier_ids.update(box.id for box in pair)
         return pair
 
-    monkeypatch.setattr(verifier, "_acquire_pair", spy)
+    monkeypatch.setattr(grading, "_acquire_pair", spy)
     model_ids: set[str] = set()
     async with make("code", sandbox_backend=backend) as env:
         for target in list(HUMANEVAL.values())[:6]:
