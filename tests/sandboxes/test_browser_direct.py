@@ -58,6 +58,25 @@ async def test_a_direct_click_is_trusted_complete_and_needs_no_frame(sandbox: Br
     assert await session.evaluate("log.length") == 5
 
 
+async def test_a_direct_click_and_a_playwright_click_look_the_same_to_the_page(
+    sandbox: BrowserSandbox, tmp_path: Path,
+) -> None:
+    """The two twins of a click (the GUI env sends its own; a user's code may click through Playwright)
+    give the page the same events, in the same order, at the same place, all trusted."""
+    logs = []
+    for clicks in ("direct", "playwright"):
+        page = await open_page(sandbox, tmp_path)
+        if clicks == "direct":
+            await (await sandbox.session(page)).click(50, 50)
+        else:
+            await sandbox.frames(page).draw()  # Playwright's input waits for a frame; the direct click does not
+            await page.mouse.click(50, 50)
+        logs.append(await page.evaluate("log"))
+        await page.context.close()
+    assert logs[0] == logs[1] == [[kind, True, 50, 50]
+                                  for kind in ("mouseover", "mousemove", "mousedown", "mouseup", "click")]
+
+
 async def test_a_click_with_a_read_never_reads_before_the_click(sandbox: BrowserSandbox, tmp_path: Path) -> None:
     """The read goes in the click's write and may run first in the page (a quarter of the time, measured):
     that value must never be the one returned, whatever else clicked or reloaded the page meanwhile."""
