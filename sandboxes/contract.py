@@ -2,8 +2,8 @@
 
 A sandbox runs untrusted code with no network, bounded CPU, memory, processes, disk, wall time and
 output, and sees nothing of the host but what a task writes into it. Every backend starts the same
-in-sandbox supervisor (``supervisor/supervisor.py``, stdlib only) and speaks one framed protocol to it, so every
-backend has the same semantics and passes the same conformance suite (``tests/sandboxes``).
+in-sandbox supervisor (the stdlib-only package ``supervisor/``) and speaks one framed protocol to it, so
+every backend has the same semantics and passes the same conformance suite (``tests/sandboxes``).
 """
 
 from __future__ import annotations
