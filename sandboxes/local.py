@@ -66,6 +66,7 @@ UID_RANGE = (1_500_000, 1_900_000)
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl", "/etc/mime.types")
 NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
 NOFILE = 1024
+KILL_WAIT_SECONDS = 60.0  # how long a destroy waits for killed processes of the code's uid to go
 # Without bubblewrap the working directory is a host directory (over which the supervisor's own jail
 # mounts a tmpfs): outside /tmp, so that it does not show in the sandbox's private /tmp.
 WORKDIR_PARENT = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
@@ -142,12 +143,18 @@ def _destroy(proc: subprocess.Popen[bytes], uid: int | None, workdir: str | None
     except ProcessLookupError:
         pass
     proc.wait()
-    # Processes that left the process group (setsid), and jailed ones dying after bwrap: wait until
-    # none is left, so that a closed sandbox uses no CPU and no memory.
-    for _ in range(200):
-        if uid is None or not kill_uid(uid):
+    # Processes that left the process group (setsid), and jailed ones dying after bwrap: kill what is
+    # left of the code's uid until nothing is, so that a closed sandbox uses no CPU and no memory. A
+    # killed process goes however busy the machine is (a count of tries once gave up under load); the
+    # deadline is only for one stuck in the kernel, which is logged.
+    deadline = time.monotonic() + KILL_WAIT_SECONDS
+    pause = 0.005
+    while uid is not None and kill_uid(uid):
+        if time.monotonic() > deadline:
+            log.warning("processes of sandbox uid %d outlived SIGKILL for %g s", uid, KILL_WAIT_SECONDS)
             break
-        time.sleep(0.005)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.1)
     if uid is not None:
         _uids_taken.discard(uid)
     if workdir is not None:
