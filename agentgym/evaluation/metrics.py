@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentgym.errors import reason_line
+from agentgym.rewards.calibration import CalibrationReport, calibration_reports
 from agentgym.types import Trajectory, Usage
 
 
@@ -53,6 +54,8 @@ class Summary(BaseModel):
     failures: dict[str, int] = Field(default_factory=dict)
     reward_components: dict[str, float] = Field(default_factory=dict)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
+    calibration: dict[str, CalibrationReport] = Field(default_factory=dict)
+    """Per :class:`~agentgym.rewards.Calibration` criterion: ECE and the reliability diagram's bins."""
     sandbox_seconds: float
     sandbox_seconds_waiting: float = 0.0
     """Of ``sandbox_seconds``, those spent waiting on the model (its retries through an outage included)."""
@@ -84,10 +87,16 @@ class Summary(BaseModel):
         ]
         rows += [(f"pass@{k}", f"{v:.1%}") for k, v in self.pass_at_k.items()]
         rows += [(f"reward[{k}]", f"{v:.4f}") for k, v in self.reward_components.items()]
+        for name, report in self.calibration.items():
+            rows.append((f"calibration[{name or 'verifier'}]",
+                         f"ECE {report.ece:.3f} over {report.stated} stated ({report.unstated} unstated)"))
         if self.failures:
             rows.append(("failures", "; ".join(f"{n}× {r}" for r, n in self.failures.items())))
         width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+        table = "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+        diagrams = [f"reliability[{name or 'verifier'}]\n{r.diagram()}"
+                    for name, r in self.calibration.items() if r.stated]
+        return "\n".join([table, *diagrams])
 
 
 def _fmt(counts: dict[str, int]) -> str:
@@ -135,6 +144,7 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
         failures=dict(failures.most_common(5)),
         reward_components={k: sum(v) / len(v) for k, v in components.items()},
         pass_at_k=passk,
+        calibration=calibration_reports([t.reward_components for t in trajectories if t.failure is None]),
         sandbox_seconds=sum(t.sandbox_seconds for t in trajectories),
         sandbox_seconds_waiting=sum(min(t.policy_seconds, t.sandbox_seconds) for t in trajectories),
         policy_seconds=sum(t.policy_seconds for t in trajectories),

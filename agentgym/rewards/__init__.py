@@ -4,6 +4,13 @@ Nothing here imports litellm, torch or TRL at import time; the LLM judge imports
 first asked to grade.
 """
 
+from agentgym.rewards.calibration import (
+    Calibration,
+    CalibrationReport,
+    calibration_report,
+    proper_score,
+    stated_confidence,
+)
 from agentgym.rewards.components import (
     answer_format,
     exact_answer,
@@ -13,7 +20,18 @@ from agentgym.rewards.components import (
     score_tool_calls,
     tool_call_match,
 )
+from agentgym.rewards.efficiency import Cost, ToolEfficiency, tool_calls_made
+from agentgym.rewards.group import (
+    component_advantages,
+    median_tool_efficiency,
+    summed_advantages,
+    test_difficulty_weights,
+    weighted_test_credit,
+    zero_signal_groups,
+)
+from agentgym.rewards.infogain import GoldScorer, InformationGain, TransformersGoldScorer, gold_scorer_for
 from agentgym.rewards.judge import LLMJudge, parse_verdict
+from agentgym.rewards.noisy import NoisyCorrected, backward_corrected, rates_from_probe
 from agentgym.rewards.probes import HACKS, ProbeReport, probe_judge
 from agentgym.rewards.rubric import Gate, Rubric
 from agentgym.rewards.turns import (
@@ -28,15 +46,26 @@ from agentgym.rewards.verifier import Episode, FunctionVerifier, Verifier, as_ve
 
 __all__ = [
     "HACKS",
+    "Calibration",
+    "CalibrationReport",
+    "Cost",
     "Episode",
     "FunctionVerifier",
     "Gate",
+    "GoldScorer",
+    "InformationGain",
     "LLMJudge",
+    "NoisyCorrected",
     "ProbeReport",
     "Rubric",
+    "ToolEfficiency",
+    "TransformersGoldScorer",
     "Verifier",
     "answer_format",
     "as_verifier",
+    "backward_corrected",
+    "calibration_report",
+    "component_advantages",
     "discounted_returns",
     "exact_answer",
     "final_text",
@@ -44,13 +73,23 @@ __all__ = [
     "gated_return",
     "gated_turn_rewards",
     "gold_answers",
+    "gold_scorer_for",
     "leave_one_out_advantages",
+    "median_tool_efficiency",
     "normalize_answer",
     "parse_verdict",
     "probe_judge",
     "process_rewards",
+    "proper_score",
+    "rates_from_probe",
     "score_tool_calls",
+    "stated_confidence",
+    "summed_advantages",
+    "test_difficulty_weights",
     "to_reward",
     "tool_call_match",
+    "tool_calls_made",
     "turn_rewards",
+    "weighted_test_credit",
+    "zero_signal_groups",
 ]
