@@ -25,7 +25,7 @@ from agentgym.rewards.group import (
     component_advantages,
     median_tool_efficiency,
     summed_advantages,
-    test_difficulty_weights,
+    unit_test_weights,
     weighted_test_credit,
     zero_signal_groups,
 )
@@ -85,11 +85,11 @@ __all__ = [
     "score_tool_calls",
     "stated_confidence",
     "summed_advantages",
-    "test_difficulty_weights",
     "to_reward",
     "tool_call_match",
     "tool_calls_made",
     "turn_rewards",
+    "unit_test_weights",
     "weighted_test_credit",
     "zero_signal_groups",
 ]

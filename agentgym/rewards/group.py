@@ -11,7 +11,7 @@ that group, and some advantages only make sense per component of it:
   gradient at all (DAPO's dynamic sampling replaces them; see ``agentgym.trl``);
 - :func:`median_tool_efficiency` rewards fewer tool calls than the group's median, gated on
   correctness (TGRL's tool-efficiency term);
-- :func:`test_difficulty_weights` and :func:`weighted_test_credit` give partial credit by unit
+- :func:`unit_test_weights` and :func:`weighted_test_credit` give partial credit by unit
   tests, each test weighted by how rarely the group passes it (VeRPO).
 
 Groups are consecutive rows of ``group_size``, the layout TRL uses. Rows that are ``None`` (a
@@ -126,7 +126,7 @@ def median_tool_efficiency(calls: Sequence[int], correct: Sequence[float]) -> li
     return [max(0.0, min(1.0, y)) * (1.0 if c <= median else median / c) for c, y in zip(calls, correct, strict=True)]
 
 
-def test_difficulty_weights(results: Sequence[Sequence[bool]], *, floor: float = 0.0) -> list[float]:
+def unit_test_weights(results: Sequence[Sequence[bool]], *, floor: float = 0.0) -> list[float]:
     """One weight per test from the group's pass rates: ``1 − pass_rate`` (harder tests weigh more).
 
     A test every rollout passes weighs ``floor`` (it separates no one); weights are normalised to sum
@@ -153,5 +153,5 @@ def weighted_test_credit(results: Sequence[Sequence[bool]], *, floor: float = 0.
     Beside ``tests_passed_fraction`` (every test alike), this pays more for the test few rollouts
     pass: passing only the easy tests every rollout passes earns nothing beyond ``floor``.
     """
-    weights = test_difficulty_weights(results, floor=floor)
+    weights = unit_test_weights(results, floor=floor)
     return [math.fsum(w for w, passed in zip(weights, r, strict=True) if passed) for r in results]
