@@ -79,8 +79,14 @@ def _trainer_class() -> type:
     from accelerate.utils import gather_object  # type: ignore[import-untyped]
     from trl.trainer.grpo_trainer import GRPOTrainer
 
-    class TurnCreditGRPOTrainer(GRPOTrainer):
+    from agentgym.trl.components import ZeroSignalMixin
+
+    class TurnCreditGRPOTrainer(ZeroSignalMixin, GRPOTrainer):
         """``GRPOTrainer`` with per-turn advantages; use it with :func:`~agentgym.trl.rollout_spec`.
+
+        The episode-level part of each token's advantage is TRL's, so per-component advantages
+        (``multi_objective_aggregation="normalize_then_sum"``) reach the per-token path too; it logs
+        the batch's zero-signal groups (:mod:`agentgym.trl.components`).
 
         Args:
             turn_gamma: Discount for per-turn returns-to-go (1.0: every later reward counts fully).

@@ -29,7 +29,7 @@ import random
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar, cast
@@ -355,16 +355,36 @@ class EnvironmentSpec:
     train_dataset: Any
     environment_factory: type[AgentgymEnvironment]
     reward_funcs: list[Callable[..., list[float | None]]] = field(default_factory=list)
+    reward_weights: list[float] | None = None
+    """One weight per reward function when the spec has components (0 for the env's total)."""
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``GRPOTrainer(...)`` or :class:`~agentgym.trl.EnvGRPOTrainer`."""
         return {"train_dataset": self.train_dataset, "environment_factory": self.environment_factory,
                 "reward_funcs": self.reward_funcs}
 
+    def config_overrides(self) -> dict[str, Any]:
+        """``GRPOConfig`` keyword arguments this spec needs: per-component normalisation when it has components."""
+        if self.reward_weights is None:
+            return {}
+        return {"multi_objective_aggregation": "normalize_then_sum", "reward_weights": list(self.reward_weights)}
+
 
 def environment_spec(
-    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1,
+    components: Mapping[str, float] | None = None,
 ) -> EnvironmentSpec:
-    """The dataset, environment class and env reward function to train on ``source`` with ``environment_factory``."""
+    """The dataset, environment class and env reward function to train on ``source`` with ``environment_factory``.
+
+    ``components`` (name to weight) adds one reward function per reward component, normalised within
+    its group by TRL under :meth:`EnvironmentSpec.config_overrides` (see :mod:`agentgym.trl.components`).
+    """
+    from agentgym.trl.components import component_reward_funcs
+
     cls = environment_class(source, owns_reward=False)
-    return EnvironmentSpec(task_dataset(source, tasks, repeat=repeat), cls, [environment_reward_func(cls.__name__)])
+    funcs: list[Callable[..., list[float | None]]] = [environment_reward_func(cls.__name__)]
+    weights = None
+    if components is not None:
+        extra, component_weights = component_reward_funcs(components)
+        funcs, weights = funcs + extra, [0.0, *component_weights]
+    return EnvironmentSpec(task_dataset(source, tasks, repeat=repeat), cls, funcs, weights)

@@ -18,17 +18,20 @@ and each episode's :class:`~agentgym.types.Trajectory` for any reward function t
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
 from agentgym.policies.chat_template import chat_dicts
+from agentgym.rewards.group import zero_signal_groups
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
+from agentgym.trl.components import component_reward_funcs
 from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
 from agentgym.trl.generation import generate
 from agentgym.trl.metrics import episode_metrics, log_batch
@@ -109,16 +112,27 @@ class EnvRollout:
 
     Args:
         source: The env to play (id, class, or no-argument factory); one fresh env per rollout.
+        resample: DAPO's dynamic sampling: up to this many times per batch, replay every group whose
+            episodes all scored the same (reward and every component) on a fresh task drawn from
+            ``pool``, so the batch is not spent on zero gradient. 0 (the default) replaces nothing.
+            The replaced rows carry ``agentgym_resampled`` = 1 and are logged as
+            ``env/zero_signal_replaced``; TRL trains on the returned ``prompt_ids``, though the
+            prompt text it logs for the row stays the one it sampled.
+        pool: Tasks to draw replacements from (required with ``resample``).
+        seed: Seeds the draws.
 
     Attributes:
         generation_seconds: Wall-clock time spent generating so far (env time:
             :func:`agentgym.trl.env_seconds`).
     """
 
-    def __init__(self, source: EnvSource) -> None:
+    def __init__(self, source: EnvSource, *, resample: int = 0, pool: Sequence[Task] = (), seed: int = 0) -> None:
         self.env_class, self.make_env = env_factory(source)
         self._renderer: TemplateRenderer | None = None
         self.generation_seconds = 0.0
+        if resample < 0 or (resample and not pool):
+            raise EnvError("resample= needs a non-negative count and a pool of tasks to draw from")
+        self.resample, self.pool, self._rng = resample, list(pool), random.Random(seed)
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
@@ -126,7 +140,22 @@ class EnvRollout:
             self._renderer = TemplateRenderer(tokenizer, getattr(trainer, "chat_template_kwargs", None))
         rollouts = self.play([self.task_of(p) for p in prompts], trainer, self._renderer,
                              trainer.max_completion_length)
-        return self.collect(rollouts)
+        resampled = [0.0] * len(rollouts)
+        training = bool(getattr(trainer.model, "training", True))
+        group = int((trainer.num_generations if training else trainer.num_generations_eval) or 1)
+        for _ in range(self.resample):
+            flat = [g for g, f in zip(range(0, len(rollouts), group), _flat_groups(rollouts, group), strict=True) if f]
+            if not flat:
+                break
+            fresh = [self._rng.choice(self.pool) for _ in flat]
+            replayed = self.play([t for t in fresh for _ in range(group)], trainer, self._renderer,
+                                 trainer.max_completion_length)
+            for j, g in enumerate(flat):
+                rollouts[g:g + group] = replayed[j * group:(j + 1) * group]
+                resampled[g:g + group] = [1.0] * group
+        out = self.collect(rollouts)
+        out["agentgym_resampled"] = resampled
+        return out
 
     @staticmethod
     def task_of(prompt: Any) -> Task:
@@ -238,6 +267,22 @@ class EnvRollout:
         }
 
 
+def _flat_groups(rollouts: Sequence[_Rollout], group: int) -> list[bool]:
+    """Per group: whether its scored episodes agree on the reward and on every reward component."""
+    vectors: list[list[float] | None] = []
+    for r in rollouts:
+        t = r.env.trajectory
+        vectors.append(None if t is None or r.failure is not None else [t.reward])
+    for g in range(0, len(rollouts), group):
+        members = [rollouts[i].env.trajectory for i in range(g, g + group) if vectors[i] is not None]
+        keys = sorted({k for t in members if t is not None for k in t.reward_components})
+        for i in range(g, g + group):
+            t, v = rollouts[i].env.trajectory, vectors[i]
+            if v is not None and t is not None:
+                v += [t.reward_components.get(k, 0.0) for k in keys]
+    return zero_signal_groups(vectors, group_size=group)
+
+
 def tokenizer_decode(tokenizer: Any, ids: list[int]) -> str:
     """Decode a turn, dropping special tokens (end-of-turn, padding) but keeping tool-call markup."""
     return str(tokenizer.decode(ids, skip_special_tokens=True))
@@ -253,10 +298,13 @@ def env_reward_func(name: str) -> Callable[..., list[float | None]]:
     def reward(completions: list[Any], agentgym_reward: list[float | None],
                agentgym_trajectory: list[Trajectory | None] | None = None,
                agentgym_failure: list[str | None] | None = None,
+               agentgym_resampled: list[float] | None = None,
                log_metric: Callable[[str, float], None] | None = None, **_: Any) -> list[float | None]:
         if log_metric is not None and agentgym_trajectory is not None and agentgym_failure is not None:
             log_batch(log_metric, [episode_metrics(t, f)
                                    for t, f in zip(agentgym_trajectory, agentgym_failure, strict=True)])
+            if agentgym_resampled is not None:
+                log_metric("env/zero_signal_replaced", sum(agentgym_resampled) / max(len(agentgym_resampled), 1))
         return [None if r is None else float(r) for r in agentgym_reward]
 
     reward.__name__ = reward.__qualname__ = name
@@ -265,22 +313,55 @@ def env_reward_func(name: str) -> Callable[..., list[float | None]]:
 
 @dataclass
 class RolloutSpec:
-    """What ``GRPOTrainer`` needs to train on an agentgym env through ``rollout_func``."""
+    """What ``GRPOTrainer`` needs to train on an agentgym env through ``rollout_func``.
+
+    With ``components``, ``reward_weights`` holds one weight per reward function (0 for the env's
+    total, which is then only logged) and :meth:`config_overrides` the ``GRPOConfig`` settings that
+    make TRL normalise each component within its group.
+    """
 
     train_dataset: Any
     rollout_func: EnvRollout
     reward_funcs: list[Callable[..., list[float | None]]]
+    reward_weights: list[float] | None = None
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``GRPOTrainer(...)`` (or :class:`TurnCreditGRPOTrainer`)."""
         return {"train_dataset": self.train_dataset, "rollout_func": self.rollout_func,
                 "reward_funcs": self.reward_funcs}
 
+    def config_overrides(self) -> dict[str, Any]:
+        """``GRPOConfig`` keyword arguments this spec needs: per-component normalisation when it has components."""
+        return component_config(self.reward_weights)
+
+
+def component_config(weights: list[float] | None) -> dict[str, Any]:
+    """``multi_objective_aggregation="normalize_then_sum"`` and the weights, or nothing without components."""
+    if weights is None:
+        return {}
+    return {"multi_objective_aggregation": "normalize_then_sum", "reward_weights": list(weights)}
+
 
 def rollout_spec(
-    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1,
+    components: Mapping[str, float] | None = None, resample: int = 0,
 ) -> RolloutSpec:
-    """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``."""
-    rollout = EnvRollout(source)
-    return RolloutSpec(task_dataset(source, tasks, repeat=repeat), rollout,
-                       [env_reward_func(rollout.env_class.__name__)])
+    """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``.
+
+    Args:
+        source: The env.
+        tasks: Its tasks; the env's built-in ones by default.
+        repeat: See :func:`~agentgym.trl.task_dataset`.
+        components: Reward component name to weight: each becomes its own reward function, normalised
+            within its group (see :mod:`agentgym.trl.components`).
+        resample: Replace zero-signal groups with fresh tasks up to this many times a batch (see
+            :class:`EnvRollout`).
+    """
+    pool = list(tasks) if tasks is not None else (list(env_factory(source)[1]().tasks()) if resample else [])
+    rollout = EnvRollout(source, resample=resample, pool=pool)
+    funcs = [env_reward_func(rollout.env_class.__name__)]
+    weights = None
+    if components is not None:
+        extra, component_weights = component_reward_funcs(components)
+        funcs, weights = funcs + extra, [0.0, *component_weights]
+    return RolloutSpec(task_dataset(source, tasks, repeat=repeat), rollout, funcs, weights)

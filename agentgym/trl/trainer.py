@@ -77,11 +77,14 @@ class BatchRound:
 def _trainer_class() -> type:
     from trl.trainer.grpo_trainer import GRPOTrainer
 
-    class EnvGRPOTrainer(GRPOTrainer):
+    from agentgym.trl.components import ZeroSignalMixin
+
+    class EnvGRPOTrainer(ZeroSignalMixin, GRPOTrainer):
         """``GRPOTrainer`` whose ``environment_factory`` rollouts run a batch's tool calls concurrently.
 
         Use it exactly like ``GRPOTrainer`` (with :func:`~agentgym.trl.environment_spec`); with any
-        other environment or none it behaves as ``GRPOTrainer``.
+        other environment or none it behaves as ``GRPOTrainer``. On either path it logs the batch's
+        zero-signal groups (:mod:`agentgym.trl.components`).
         """
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -254,3 +254,34 @@ class Dated(Env):
             day: When.
         """
         return str(day)
+
+
+def _said(episode: Episode) -> str:
+    return next((m.text.removeprefix("You said ").rstrip(".") for t in episode.trajectory.turns
+                 for m in t.observation if m.text.startswith("You said ")), "")
+
+
+def blue_said(episode: Episode) -> float:
+    """1 when the colour said was blue."""
+    return float(_said(episode) == "blue")
+
+
+def loud(episode: Episode) -> float:
+    """A component on a scale 100x larger than ``blue``'s: 300 for red, 100 for green, 0 otherwise."""
+    return {"red": 300.0, "green": 100.0}.get(_said(episode), 0.0)
+
+
+class TwoScales(Env):
+    """Two reward components, ``blue`` (0/1) and ``loud`` (0-300), so one would swamp the other if summed."""
+
+    max_turns = 2
+    verifier = Rubric({"blue": blue_said, "loud": loud})
+
+    @tool(final=True)
+    async def say(self, colour: str) -> str:
+        """Say a colour and end the episode.
+
+        Args:
+            colour: One of red, green or blue.
+        """
+        return f"You said {colour}."
