@@ -45,7 +45,8 @@ class BranchResult(BaseModel):
         advantages: ``V_k − V_{k−1}`` for each turn ``k = 1 .. T``.
         branch_outcomes: Each fork point's branch outcomes.
         forks: Sandboxes forked in all.
-        sandbox_seconds: Seconds the forks' sandboxes were held, forking included.
+        sandbox_seconds: Sandbox-seconds the forks were held, forking included (the main episode's
+            own sandbox is held meanwhile too, so its ``trajectory.sandbox_seconds`` grows as well).
     """
 
     trajectory: Trajectory
@@ -96,7 +97,10 @@ async def continue_episode(env: Env, policy: Policy, task: Task) -> Trajectory:
 
 
 async def branch(env: Env, policy: Policy, task: Task, *, n: int) -> tuple[list[float], float]:
-    """Fork ``env`` as its episode stands into ``n`` continuations by ``policy``; their returns and sandbox seconds.
+    """Fork ``env`` as its episode stands into ``n`` continuations by ``policy``; their returns, and sandbox-seconds.
+
+    The sandbox-seconds are the ``n`` forks' held time, forking included (``n`` × the wall time, as
+    they run side by side).
 
     Raises:
         EnvError: the env holds no sandbox to fork (named in the message), or ``n`` is below 1.
@@ -111,7 +115,7 @@ async def branch(env: Env, policy: Policy, task: Task, *, n: int) -> tuple[list[
         ends = await asyncio.gather(*(continue_episode(c, policy, task) for c in children))
     finally:
         await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
-    return [t.reward for t in ends], time.monotonic() - started
+    return [t.reward for t in ends], n * (time.monotonic() - started)
 
 
 async def branch_rollout(env: Env, policy: Policy, task: Task, *, n: int, seed: int | None = None) -> BranchResult:
