@@ -29,10 +29,10 @@ from typing import Any
 
 from results_file import run_args, run_info, run_options, save_results
 
-from agentgym.rollout import rollout
 from agentgym.branch import branch_rollout, correlation
 from agentgym.envs.toy.lock import LockEnv, RandomLockPolicy
 from agentgym.rewards import leave_one_out_advantages
+from agentgym.rollout import rollout
 from agentgym.types import Task
 
 
