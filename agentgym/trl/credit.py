@@ -32,6 +32,7 @@ def turn_advantages(
     gamma: float = 1.0,
     scale_by_std: bool = True,
     failed: Sequence[bool] | None = None,
+    measured: Sequence[Sequence[float]] | None = None,
 ) -> list[list[float]]:
     """Per-token advantages ``(B, width)`` from GRPO's per-completion ones and per-turn rewards.
 
@@ -48,6 +49,8 @@ def turn_advantages(
         gamma: Discount for the returns-to-go.
         scale_by_std: Divide the correction by the group's std of episode returns.
         failed: Which completions' episodes crashed; none by default.
+        measured: Per-turn advantages measured elsewhere (branch rollouts, :mod:`agentgym.branch`),
+            one list per completion, used as ``L`` instead of the leave-one-out ones.
     """
     if len(base) % group_size:
         raise ValueError(f"batch of {len(base)} is not a whole number of groups of {group_size}")
@@ -56,7 +59,10 @@ def turn_advantages(
     for g in range(0, len(base), group_size):
         kept = [i for i in range(g, g + group_size) if not crashed[i]]
         rewards = [turn_rewards[i] for i in kept]
-        loo = dict(zip(kept, leave_one_out_advantages(rewards, gamma=gamma), strict=True))
+        if measured is not None:
+            loo = {i: list(measured[i]) for i in kept}
+        else:
+            loo = dict(zip(kept, leave_one_out_advantages(rewards, gamma=gamma), strict=True))
         totals = [sum(r) for r in rewards]
         mean = sum(totals) / max(len(totals), 1)
         std = (sum((x - mean) ** 2 for x in totals) / max(len(totals) - 1, 1)) ** 0.5
@@ -88,6 +94,10 @@ def _trainer_class() -> type:
         (``multi_objective_aggregation="normalize_then_sum"``) reach the per-token path too; it logs
         the batch's zero-signal groups (:mod:`agentgym.trl.components`).
 
+        A ``rollout_func`` that returns ``agentgym_turn_advantages`` (one list of per-turn advantages
+        per completion, e.g. ``BranchResult.advantages`` from :func:`agentgym.branch.branch_rollout`)
+        has those used in place of the leave-one-out ones.
+
         Args:
             turn_gamma: Discount for per-turn returns-to-go (1.0: every later reward counts fully).
             *args, **kwargs: As for ``GRPOTrainer``.
@@ -110,9 +120,11 @@ def _trainer_class() -> type:
             rewards = gather_object([x["agentgym_turn_rewards"] for x in inputs])
             spans = gather_object([x["agentgym_turn_spans"] for x in inputs])
             failed = gather_object([x["agentgym_failure"] is not None for x in inputs])
+            measured = (gather_object([x["agentgym_turn_advantages"] for x in inputs])
+                        if "agentgym_turn_advantages" in inputs[0] else None)
             width = output["completion_ids"].size(1)
             full = turn_advantages(base, rewards, spans, group_size=group, width=width, gamma=self.turn_gamma,
-                                   scale_by_std=self.scale_rewards != "none", failed=failed)
+                                   scale_by_std=self.scale_rewards != "none", failed=failed, measured=measured)
             start = self.accelerator.process_index * len(inputs)
             output["advantages"] = torch.tensor(full[start: start + len(inputs)], dtype=local.dtype,
                                                 device=local.device)

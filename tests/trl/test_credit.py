@@ -84,3 +84,39 @@ def test_turn_credit_trainer_gives_crashed_episodes_no_advantage(agent: tuple[An
     corrections = turn_advantages([0.0] * 16, [r["agentgym_turn_rewards"] for r in rows],
                                   [r["agentgym_turn_spans"] for r in rows], group_size=8, width=80)
     assert any(any(corrections[i]) for i in crashed)
+
+
+def test_measured_turn_advantages_replace_leave_one_out() -> None:
+    rewards = [[0.0, 1.0], [1.0, 0.0]]  # leave-one-out would give turn 1 +1 and -1
+    spans = [[[0, 2], [2, 4]], [[0, 2], [2, 4]]]
+    out = turn_advantages([0.5, -0.5], rewards, spans, group_size=2, width=4, scale_by_std=False,
+                          measured=[[0.5, 0.0], [-0.5, 0.0]])  # branching found turn 0 decisive
+    assert out == [[0.5, 0.5, 0.0, 0.0], [-0.5, -0.5, 0.0, 0.0]]
+
+
+def test_branch_advantages_from_a_rollout_func_reach_the_per_token_loss(agent: tuple[Any, Any],
+                                                                        tmp_path: Any) -> None:
+    from agentgym.trl import TurnCreditGRPOTrainer
+
+    model, tokenizer = agent
+    spec = rollout_spec(Chatter, [Task(id="t", prompt="Pick a colour.")], repeat=16)
+
+    def with_measured(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        out = spec.rollout_func(prompts, trainer)
+        out["agentgym_turn_advantages"] = [[0.0, 3.0, -3.0][: len(s)] for s in out["agentgym_turn_spans"]]
+        return out
+
+    args = grpo_config(tmp_path, max_completion_length=80, scale_rewards="none")
+    trainer = TurnCreditGRPOTrainer(model, args=args, processing_class=tokenizer, train_dataset=spec.train_dataset,
+                                    rollout_func=with_measured, reward_funcs=spec.reward_funcs)
+    rows = [dict(spec.train_dataset[i]) for i in range(8)]
+    advantages = trainer._generate_and_score_completions(rows)["advantages"]
+    checked = 0
+    for row, adv in zip(rows, advantages.tolist(), strict=True):
+        spans = row["agentgym_turn_spans"]
+        if len(spans) < 2 or spans[1][0] >= spans[1][1] or row["agentgym_failure"] is not None:
+            continue
+        first, second = adv[spans[0][0]], adv[spans[1][0]]
+        assert second - first == pytest.approx(3.0, abs=1e-4)
+        checked += 1
+    assert checked > 0
