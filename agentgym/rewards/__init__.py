@@ -23,6 +23,7 @@ from agentgym.rewards.components import (
 from agentgym.rewards.efficiency import Cost, ToolEfficiency, tool_calls_made
 from agentgym.rewards.group import (
     component_advantages,
+    group_test_credit,
     median_tool_efficiency,
     summed_advantages,
     unit_test_weights,
@@ -74,6 +75,7 @@ __all__ = [
     "gated_turn_rewards",
     "gold_answers",
     "gold_scorer_for",
+    "group_test_credit",
     "leave_one_out_advantages",
     "median_tool_efficiency",
     "normalize_answer",

@@ -12,7 +12,8 @@ that group, and some advantages only make sense per component of it:
 - :func:`median_tool_efficiency` rewards fewer tool calls than the group's median, gated on
   correctness (TGRL's tool-efficiency term);
 - :func:`unit_test_weights` and :func:`weighted_test_credit` give partial credit by unit
-  tests, each test weighted by how rarely the group passes it (VeRPO).
+  tests, each test weighted by how rarely the group passes it (VeRPO); :func:`group_test_credit`
+  reads the code env's per-test results off a group's trajectories.
 
 Groups are consecutive rows of ``group_size``, the layout TRL uses. Rows that are ``None`` (a
 crashed episode) are left out of their group's statistics and get advantage 0, as TRL does.
@@ -23,6 +24,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+
+from agentgym.types import Trajectory
 
 EPS = 1e-4
 """Added to a standard deviation before dividing by it (TRL's value)."""
@@ -155,3 +158,17 @@ def weighted_test_credit(results: Sequence[Sequence[bool]], *, floor: float = 0.
     """
     weights = unit_test_weights(results, floor=floor)
     return [math.fsum(w for w, passed in zip(weights, r, strict=True) if passed) for r in results]
+
+
+def group_test_credit(trajectories: Sequence[Trajectory], *, floor: float = 0.0) -> list[float]:
+    """:func:`weighted_test_credit` for a group of code-env episodes, read off ``trajectory.info["tests"]``.
+
+    The code env's verifier records one ``{"test", "passed"}`` per test there. Tests are matched by
+    their text across the group; a test an episode has no result for (it submitted nothing, or its
+    run stopped early) counts as failed, so submitting nothing earns 0.
+    """
+    per_episode = [{str(t["test"]): bool(t.get("passed")) for t in tr.info.get("tests") or []} for tr in trajectories]
+    names = sorted({name for results in per_episode for name in results})
+    if not names:
+        return [0.0] * len(trajectories)
+    return weighted_test_credit([[results.get(n, False) for n in names] for results in per_episode], floor=floor)

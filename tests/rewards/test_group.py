@@ -76,3 +76,19 @@ def test_difficulty_weighted_test_credit() -> None:
     assert weighted_test_credit(results)[3] == 0.0
     assert weighted_test_credit(results, floor=0.1)[3] == pytest.approx(0.1 / 1.35)
     assert unit_test_weights([[True, True]] * 3) == [0.5, 0.5]  # all passed by all: uniform
+
+
+def test_group_test_credit_reads_the_code_envs_test_results() -> None:
+    from agentgym.rewards import group_test_credit
+    from agentgym.types import Trajectory
+
+    def ran(*passed: bool) -> Trajectory:
+        tests = [{"test": f"assert f({i}) == {i}", "passed": p} for i, p in enumerate(passed)]
+        return Trajectory(task_id="t", env="code", info={"tests": tests})
+
+    group = [ran(True, True, True), ran(True, True, False), ran(True, False, False),
+             Trajectory(task_id="t", env="code", info={"tests": []})]  # submitted nothing
+    credit = group_test_credit(group)
+    # pass rates 3/4, 2/4, 1/4 -> weights 0.25, 0.5, 0.75 (normalised by 1.5)
+    assert credit == pytest.approx([1.0, 0.75 / 1.5, 0.25 / 1.5, 0.0])
+    assert group_test_credit([Trajectory(task_id="t", env="code")]) == [0.0]
