@@ -45,3 +45,50 @@ async def test_an_env_without_a_sandbox_is_refused_by_name() -> None:
             await branch(env, HintThenSay(), env.tasks()[0], n=2)
         with pytest.raises(EnvError, match="ColourEnv cannot branch"):
             await branch_rollout(env, HintThenSay(), env.tasks()[0], n=2)
+
+
+async def test_branching_with_docker_sandboxes() -> None:
+    pytest.importorskip("docker")
+    async with LockEnv(sandbox_backend="docker") as env:
+        result = await branch_rollout(env, RandomLockPolicy(p_right=0.5, seed=5), TASK, n=2)
+    assert all(v == result.trajectory.reward for v in result.values[1:])
+    assert result.forks == 2 * len(result.trajectory.turns)
+
+
+async def test_the_code_env_branches() -> None:
+    import json
+    import random
+
+    from agentgym import make
+    from agentgym.parsing import native_tool_call
+    from agentgym.policies.base import Reply
+    from agentgym.types import Message
+    from tests.code.test_forgery import ROOT
+    from tests.code.test_rewards import NOTHING, RIGHT
+
+    class Coin:
+        """Writes a draft to a file on turn 1 (right or wrong at random), then submits whatever the file holds."""
+
+        name = "coin"
+        rng = random.Random(2)
+
+        async def act(self, messages: list[Message], tools: list, *, task: object) -> Reply:
+            if not any(m.role == "assistant" for m in messages):
+                code = RIGHT if self.rng.random() < 0.5 else NOTHING
+                call = native_tool_call("w", "python", {"code": f"open('draft.py', 'w').write({code!r})"})
+            else:
+                call = native_tool_call("r", "python", {"code": "print(open('draft.py').read())"})
+                if any(m.role == "tool" and "def root" in m.text for m in messages):
+                    draft = next(m.text for m in reversed(messages) if m.role == "tool" and "def root" in m.text)
+                    call = native_tool_call("s", "submit", {"code": draft})
+            return Reply(message=Message(role="assistant", tool_calls=[call]))
+
+    async with make("code", sandbox_backend="local") as env:
+        tools = {t.name for t in env.tools}
+        assert {"python", "submit"} <= tools, tools
+        result = await branch_rollout(env, Coin(), ROOT, n=3)
+    # The draft written on turn 1 decides the outcome: the forks after it (which copy the file) all
+    # end as the episode did, and turn 1 gets the whole advantage.
+    assert result.values[1:] == [result.trajectory.reward] * (len(result.values) - 1)
+    assert result.advantages[1:] == [0.0] * (len(result.advantages) - 1)
+    assert json.dumps(result.branch_outcomes)  # plain numbers
