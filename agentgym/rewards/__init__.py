@@ -30,7 +30,13 @@ from agentgym.rewards.group import (
     weighted_test_credit,
     zero_signal_groups,
 )
-from agentgym.rewards.infogain import GoldScorer, InformationGain, TransformersGoldScorer, gold_scorer_for
+from agentgym.rewards.infogain import (
+    CompletionsGoldScorer,
+    GoldScorer,
+    InformationGain,
+    TransformersGoldScorer,
+    gold_scorer_for,
+)
 from agentgym.rewards.judge import LLMJudge, parse_verdict
 from agentgym.rewards.noisy import NoisyCorrected, backward_corrected, rates_from_probe
 from agentgym.rewards.probes import HACKS, ProbeReport, probe_judge
@@ -49,6 +55,7 @@ __all__ = [
     "HACKS",
     "Calibration",
     "CalibrationReport",
+    "CompletionsGoldScorer",
     "Cost",
     "Episode",
     "FunctionVerifier",

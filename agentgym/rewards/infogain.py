@@ -5,10 +5,12 @@ probability of producing the gold answer given the conversation through turn ``k
 fetched the decisive fact gets the credit, not the final turn that merely repeated it.
 
 The probability needs the model's log-probs of a *given* text, so a :class:`GoldScorer` supplies it:
-:class:`TransformersGoldScorer` for a model in this process (the TRL trainer's own model). Hosted
-chat APIs return log-probs of tokens they generate, not of a text handed to them, and ``local:``
-GGUF models are run without them, so :func:`gold_scorer_for` refuses those by name rather than
-guessing a number.
+:class:`TransformersGoldScorer` for a model in this process (the TRL trainer's own model), and
+:class:`CompletionsGoldScorer` for a hosted model whose server echoes the log-probs of a prompt
+(vLLM's OpenAI-compatible ``/completions``). Hosted chat APIs return log-probs of tokens they
+generate, not of a text handed to them, and ``local:`` GGUF models are run without them, so
+:func:`gold_scorer_for` refuses those by name, and a server that sends no log-probs back is refused
+too, rather than guessing a number.
 
 Farming: the gains of an episode sum to ``p_T − p_0`` whatever happens in between, so no sequence of
 turns earns more than the final belief allows; and a turn that repeats an earlier one (same action,
@@ -19,7 +21,7 @@ model already has cannot be paid twice, whatever the model's probability does on
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agentgym.errors import PolicyError
@@ -71,18 +73,67 @@ class TransformersGoldScorer:
         return self._probability(messages, answer)
 
 
+def transcript(messages: Sequence[Message]) -> str:
+    """A plain ``role: text`` rendering of a conversation, ending where the assistant speaks next."""
+    return "".join(f"{m.role}: {m.text}\n" for m in messages) + "assistant: "
+
+
+class CompletionsGoldScorer:
+    """Probabilities from a hosted model whose server returns log-probs of a given text.
+
+    It asks an OpenAI-compatible ``/completions`` endpoint (vLLM's, and any that honour ``echo``) to
+    score the rendered conversation followed by the answer, generating nothing (``max_tokens=0``,
+    ``echo=true``, ``logprobs=0``), and averages the log-probs of the answer's tokens. A server that
+    sends no log-probs back is refused with one clear error, never taken as probability 0.
+
+    Args:
+        model: The model name the server knows.
+        api_base: The server's base URL (up to ``/v1``).
+        api_key: Sent as a bearer token when given.
+        render: Turns the conversation into the prompt text; :func:`transcript` by default (pass the
+            model's chat template rendering for a chat model).
+    """
+
+    def __init__(self, model: str, *, api_base: str, api_key: str | None = None,
+                 render: Callable[[Sequence[Message]], str] = transcript) -> None:
+        self.model, self.url, self.api_key, self.render = model, api_base.rstrip("/") + "/completions", api_key, render
+
+    async def probability(self, messages: Sequence[Message], answer: str) -> float:
+        import aiohttp
+
+        prefix = self.render(messages)
+        body = {"model": self.model, "prompt": prefix + answer, "max_tokens": 0, "echo": True, "logprobs": 0}
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        async with aiohttp.ClientSession() as session, session.post(self.url, json=body, headers=headers) as response:
+            if response.status != 200:
+                raise PolicyError(f"{self.model} at {self.url}: HTTP {response.status} when asked for log-probs",
+                                  fatal=response.status in (401, 403, 404))
+            reply = await response.json()
+        logprobs = ((reply.get("choices") or [{}])[0].get("logprobs") or {})
+        offsets, values = logprobs.get("text_offset"), logprobs.get("token_logprobs")
+        if not offsets or not values:
+            raise PolicyError(f"{self.model} at {self.url} returned no log-probs of the prompt (echo with logprobs): "
+                              "information gain cannot be scored with it", fatal=True)
+        answer_logprobs = [v for o, v in zip(offsets, values, strict=False) if o >= len(prefix) and v is not None]
+        if not answer_logprobs:
+            raise PolicyError(f"{self.model} at {self.url} returned no log-probs for the answer's tokens", fatal=True)
+        return math.exp(sum(answer_logprobs) / len(answer_logprobs))
+
+
 def gold_scorer_for(model: str) -> GoldScorer:
     """A scorer for a policy named as ``agentgym eval --model`` names it, or a clear refusal.
 
     Raises:
         PolicyError: always for a model string: hosted chat providers (and ``local:`` GGUF models as
             agentgym runs them) give no log-probs of a given answer. Pass a
-            :class:`TransformersGoldScorer` for a model loaded in this process.
+            :class:`TransformersGoldScorer` for a model loaded in this process, or a
+            :class:`CompletionsGoldScorer` for a server that echoes prompt log-probs (vLLM).
     """
     kind = "local: GGUF models are run without per-token log-probs" if model.startswith("local:") else (
         "hosted chat APIs return log-probs only of tokens they generate, not of a given answer")
     raise PolicyError(f"information gain needs the probability of the gold answer under {model}, and {kind}; "
-                      "score it with TransformersGoldScorer(model, tokenizer) on a model loaded here (the TRL path)",
+                      "score it with TransformersGoldScorer(model, tokenizer) on a model loaded here (the TRL path), "
+                      "or CompletionsGoldScorer on a server that echoes prompt log-probs (vLLM)",
                       fatal=True)
 
 

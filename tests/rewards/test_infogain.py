@@ -59,3 +59,45 @@ def test_models_without_log_probs_of_a_given_answer_are_refused_by_name() -> Non
         with pytest.raises(PolicyError, match=f"under {model}") as caught:
             gold_scorer_for(model)
         assert caught.value.fatal and "TransformersGoldScorer" in str(caught.value)
+
+
+async def test_a_server_that_echoes_prompt_log_probs_scores_the_gain() -> None:
+    import math
+    import re
+
+    from aiohttp import web
+
+    from agentgym.rewards import CompletionsGoldScorer
+
+    seen: list[dict[str, object]] = []
+
+    async def completions(request: web.Request) -> web.Response:
+        body = await request.json()
+        seen.append(body)
+        prompt = str(body["prompt"])
+        if "nologprobs" in prompt:
+            return web.json_response({"choices": [{"text": prompt, "logprobs": None}]})
+        tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+\s*", prompt)]
+        # A model that believes "Paris" (the final token) once the conversation mentions it.
+        believes = "Paris" in prompt[: tokens[-1][0]]
+        values = [None] + [math.log(0.8 if believes else 0.2)] * (len(tokens) - 1)
+        return web.json_response({"choices": [{"text": prompt, "logprobs": {
+            "tokens": [t for _, t in tokens], "text_offset": [o for o, _ in tokens], "token_logprobs": values}}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        scorer = CompletionsGoldScorer("m", api_base=f"http://127.0.0.1:{port}/v1")
+        e = episode(turn("search", "nothing"), turn("open page", "The capital is Paris."))
+        assert await InformationGain(scorer).gains(e) == pytest.approx([0.0, 0.6])
+        assert seen[0]["echo"] is True and seen[0]["max_tokens"] == 0
+        assert str(seen[0]["prompt"]).endswith("assistant: Paris")
+        with pytest.raises(PolicyError, match="returned no log-probs"):
+            await scorer.probability([Message(role="user", content="nologprobs")], "Paris")
+    finally:
+        await runner.cleanup()
