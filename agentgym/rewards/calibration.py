@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from agentgym.parsing import parse_tool_calls
-from agentgym.rewards.verifier import Episode, VerifierLike, as_verifier, final_text
+from agentgym.rewards.verifier import Episode, VerifierLike, as_verifier
 from agentgym.types import Reward, Trajectory
 
 _TAG = re.compile(r"<confidence>\s*([0-9]*\.?[0-9]+)\s*(%?)\s*</confidence>", re.IGNORECASE)
@@ -58,7 +58,7 @@ def stated_confidence(trajectory: Trajectory) -> float | None:
         found = _from_text(last.text)
         if found is not None:
             return found
-    return _from_text(final_text(trajectory))
+    return _from_text(trajectory.final_answer or "")  # raw: final_text drops the tag
 
 
 LOG_FLOOR = 0.01

@@ -104,10 +104,14 @@ def as_verifier(obj: VerifierLike, *, name: str | None = None) -> Verifier:
 
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+_CONFIDENCE = re.compile(r"\s*<confidence>[^<]*</confidence>", re.IGNORECASE)
 
 
 def final_text(trajectory: Trajectory) -> str:
-    """The model's final answer as text, with any ``<think>`` block removed.
+    """The model's final answer as text, with any ``<think>`` block and ``<confidence>`` tag removed.
+
+    The confidence tag is for :class:`~agentgym.rewards.Calibration`; removed here, it never makes a
+    right answer fail an exact match.
 
     ``trajectory.final_answer`` when the env recorded one (a final tool's answer, or the reply that
     ended the episode); otherwise the last assistant text, for a trajectory cut off before it answered.
@@ -115,4 +119,4 @@ def final_text(trajectory: Trajectory) -> str:
     text = trajectory.final_answer
     if text is None:
         text = next((t.action.text for t in reversed(trajectory.turns) if t.action.role == "assistant"), "")
-    return _THINK.sub("", text).strip()
+    return _CONFIDENCE.sub("", _THINK.sub("", text)).strip()

@@ -89,3 +89,10 @@ async def test_the_summary_reports_ece_per_calibration_criterion() -> None:
     assert report.ece == pytest.approx((0.4 + 2 * 0.4) / 3)
     assert re.search(r"calibration\[calibration\] +ECE 0.400 over 3 stated \(1 unstated\)", summary.table())
     assert "reliability[calibration]" in summary.table()
+
+
+def test_the_tag_never_makes_a_right_answer_fail_an_exact_match() -> None:
+    from agentgym.rewards import exact_answer
+
+    assert exact_answer(episode("Paris <confidence>0.9</confidence>")) == 1.0
+    assert stated_confidence(episode("Paris <confidence>0.9</confidence>").trajectory) == 0.9
