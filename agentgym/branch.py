@@ -16,7 +16,8 @@ the whole change; a turn that changed nothing gets about 0, however the episode 
 
 Only envs whose sandbox forks can branch (code, SWE, terminal, and any env with a
 ``sandbox_image``); others are refused by name, since their state outside the conversation cannot
-be copied faithfully.
+be copied faithfully: envs with no sandbox, and envs that set ``branchable = False`` because their
+state lives in processes a fork does not copy (the GUI env's browser page, the MCP env's servers).
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ def _messages(trajectory: Trajectory) -> list[Message]:
 
 
 def _check_forkable(env: Env) -> None:
+    if getattr(env, "branchable", True) is False:
+        raise EnvError(f"{type(env).__name__} cannot branch: its state lives in processes (a browser, MCP servers) "
+                       "that sandbox.fork does not copy (branching works for envs whose sandbox forks: code, SWE, "
+                       "terminal)")
     if env.sandbox_image is None or not env.has_sandbox:
         raise EnvError(f"{type(env).__name__} cannot branch: it holds no sandbox to fork, so its state outside the "
                        "conversation cannot be copied (branching works for envs whose sandbox forks: code, SWE, "
@@ -113,8 +118,8 @@ async def branch(env: Env, policy: Policy, task: Task, *, n: int) -> tuple[list[
     children = [_child(env, f) for f in forks]
     try:
         ends = await asyncio.gather(*(continue_episode(c, policy, task) for c in children))
-    finally:
-        await asyncio.gather(*(c.close() for c in children), return_exceptions=True)
+    finally:  # only the forks go: teardown would free what the children share with env (servers, pools)
+        await asyncio.gather(*(c.release_sandbox() for c in children), return_exceptions=True)
     return [t.reward for t in ends], n * (time.monotonic() - started)
 
 

@@ -71,6 +71,7 @@ class MCPEnv(Env):
     """Answers questions with the tools MCP servers provide; ends when the model answers in text."""
 
     max_turns = 20
+    branchable = False  # its servers hold state in processes that sandbox.fork does not copy (agentgym.branch)
     text_ends_episode = True
     verifier = _exact_when_answered
 

@@ -84,6 +84,7 @@ class GUIEnv(Env):
     """
 
     max_turns = 10
+    branchable = False  # its state is a live browser page, a process that sandbox.fork does not copy (agentgym.branch)
     text_ends_episode = False
     verifier: ClassVar[Verifier | ScoreFn | None] = task_reward
 

@@ -92,3 +92,17 @@ async def test_the_code_env_branches() -> None:
     assert result.values[1:] == [result.trajectory.reward] * (len(result.values) - 1)
     assert result.advantages[1:] == [0.0] * (len(result.advantages) - 1)
     assert json.dumps(result.branch_outcomes)  # plain numbers
+
+
+async def test_envs_whose_state_is_in_processes_are_refused_by_name() -> None:
+    from agentgym.mcp import MCPEnv
+    from tests.mcp.test_mcp import CALC
+    from tests.mcp.test_mcp import TASK as SUM
+
+    env = MCPEnv(servers=[CALC], tasks=[SUM], sandbox_backend="local")
+    try:
+        await env.reset(SUM)
+        with pytest.raises(EnvError, match="MCPEnv cannot branch: its state lives in processes"):
+            await branch(env, HintThenSay(), SUM, n=2)
+    finally:
+        await env.close()
