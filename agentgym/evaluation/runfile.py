@@ -31,6 +31,19 @@ from agentgym.types import Task, Trajectory, iter_jsonl
 NOT_IDENTITY = frozenset({"sandbox_backend"})
 
 
+def current_episodes(rows: Iterable[Trajectory]) -> list[Trajectory]:
+    """A run's episodes from its file's rows: the last row of each (task, seed), in first-seen order.
+
+    ``--resume`` plays a run's ``cancelled`` and ``error`` episodes again and appends the new rows, so
+    the file of a resumed run holds rows that a later one superseded. ``evaluate`` counts each episode
+    once, by its last row; every reader of the file (the report, the exports) counts the same set.
+    """
+    latest: dict[tuple[str, int | None], Trajectory] = {}
+    for t in rows:
+        latest[(t.task_id, t.seed)] = t  # a replay takes its key's place, not a new one
+    return list(latest.values())
+
+
 def agentgym_version() -> str:
     try:
         return version("agentgym")
@@ -56,11 +69,24 @@ def json_value(value: Any) -> Any:
     return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
-def run_identity(env_id: str, env_kwargs: Mapping[str, Any], policy: Any) -> dict[str, Any]:
-    """What a run is: the environment, its arguments, the policy and its settings, agentgym's version."""
+def task_set_digest(tasks: Sequence[Task]) -> str:
+    """A short hash of a whole task set (ids and contents, in order), whatever file it was read from.
+
+    Taken before ``--limit``, so that a resume may play more of the same tasks, but not other ones.
+    """
+    return hashlib.sha256("\n".join(f"{t.id}\t{task_digest(t)}" for t in tasks).encode()).hexdigest()[:16]
+
+
+def run_identity(env_id: str, env_kwargs: Mapping[str, Any], policy: Any,
+                 task_set: str | None = None) -> dict[str, Any]:
+    """What a run is: the environment, its arguments, its task set, the policy and its settings, agentgym's version.
+
+    Where things run is not part of it: the sandbox backend, the executor, the model's endpoint.
+    """
     settings = policy.identity() if callable(getattr(policy, "identity", None)) else {}
     return {
         "env": env_id,
+        "task_set": task_set,
         "env_args": json_value({k: v for k, v in env_kwargs.items() if k not in NOT_IDENTITY}),
         "policy": json_value({"name": policy.name, **settings}),
         "agentgym": agentgym_version(),
@@ -196,7 +222,9 @@ def _refuse_other_run(path: Path, recorded: dict[str, Any], identity: dict[str, 
     was = _flat({k: recorded.get(k) for k in identity})
     now = _flat(identity)
     differences = [f"{key} was {json.dumps(was.get(key))}, now {json.dumps(now.get(key))}"
-                   for key in sorted(was.keys() | now.keys()) if was.get(key) != now.get(key)]
+                   for key in sorted(was.keys() | now.keys()) if was.get(key) != now.get(key) and key != "task_set"]
+    if was.get("task_set") != now.get("task_set"):
+        differences.insert(0, "another task set (--tasks names other tasks, or none where the run had a file)")
     old = recorded.get("tasks") or {}
     changed = [task_id for task_id, digest in digests.items() if old.get(task_id, digest) != digest]
     if changed:

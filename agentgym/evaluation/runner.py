@@ -14,7 +14,7 @@ from tqdm import tqdm
 from agentgym.errors import AgentgymError, DataError, PolicyError
 from agentgym.evaluation.executors import Executor, RunSpec, get_executor
 from agentgym.evaluation.metrics import Summary, summarize
-from agentgym.evaluation.runfile import RunFiles, run_identity
+from agentgym.evaluation.runfile import RunFiles, run_identity, task_set_digest
 from agentgym.policies.base import Policy
 from agentgym.registry import make
 from agentgym.types import Task, Trajectory
@@ -59,8 +59,8 @@ async def evaluate(
     sandboxes, that one starts. Each trajectory is appended to ``out`` (JSONL) the moment its
     episode ends, so a killed run loses at most the episodes that were running. With ``resume``,
     episodes already finished in ``out`` (same task and seed) are kept and not played again, if
-    ``out`` was made by the same run (env, env arguments, policy settings, agentgym version,
-    unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``. Without
+    ``out`` was made by the same run (env, env arguments, task set, policy settings, agentgym
+    version, unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``. Without
     ``resume`` or ``overwrite``, an ``out`` that holds this same run with every episode finished is
     not played again: its summary is returned, and nothing is written.
 
@@ -115,7 +115,11 @@ async def evaluate(
             tasks = list(probe.tasks())
         finally:
             await probe.close()
+    task_set = task_set_digest(list(tasks))
     tasks = list(tasks)[:limit] if limit is not None else list(tasks)
+    if not tasks:
+        where = f"the task file {task_file}" if task_file else f"{env_id} has no built-in tasks, and no --tasks"
+        raise DataError(f"no tasks to play: {where} (pass --tasks FILE in the env's format)")
     _refuse_duplicate_ids(tasks)
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
     inputs = [p for p in (task_file, env_kwargs.get("tasks_path")) if p]
@@ -125,19 +129,19 @@ async def evaluate(
     async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
         try:
             await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
-            return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
+            return await _play(env_id, policy, env_kwargs, task_set, tasks, jobs, files, chosen, resume=resume,
                                overwrite=overwrite, progress=progress, progress_interval=progress_interval)
         finally:
             await chosen.close()
 
 
-async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: list[Task],
+async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_set: str, tasks: list[Task],
                 jobs: list[tuple[Task, int]], files: RunFiles | None, executor: Executor, *, resume: bool,
                 overwrite: bool, progress: bool, progress_interval: float) -> tuple[Summary, list[Trajectory]]:
     """Open the run's files, have ``executor`` play what is not done yet, write each episode as it ends."""
     done: dict[tuple[str, int | None], Trajectory] = {}
     sink: IO[str] | None = None
-    identity = run_identity(env_id, env_kwargs, policy)
+    identity = run_identity(env_id, env_kwargs, policy, task_set)
     if files is not None and not (resume or overwrite):
         finished = _finished_before(files, identity, tasks, jobs)
         if finished is not None:

@@ -153,9 +153,13 @@ class LiteLLMPolicy:
         check_credentials(self.model, api_key=self.api_key, api_base=self.api_base)
 
     def identity(self) -> dict[str, Any]:
-        """What decides this policy's actions, recorded with a run so that a resume cannot mix two."""
-        return {"model": self.model, "api_base": self.api_base, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "extra": self.extra}
+        """What decides this policy's actions, recorded with a run so that a resume cannot mix two.
+
+        The model and its sampling settings; not ``api_base``: where the endpoint lives (a port, a
+        proxy) does not change what the model answers, and a resumed run may reach it elsewhere.
+        """
+        return {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "extra": self.extra}
 
     def _wait_for(self, state: RetryCallState) -> float:
         backoff = self._wait(state)

@@ -131,13 +131,14 @@ def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
     Raises:
         DataError: Nothing at ``path``, or a dataset that is not an agentgym export.
     """
+    from agentgym.evaluation.runfile import current_episodes
     from agentgym.view.runs import run_files
 
     source = Path(path)
     kind = source_format(source)
     if kind == "jsonl":
         for file in run_files([source]):
-            yield from iter_jsonl(file)
+            yield from current_episodes(iter_jsonl(file))  # a resumed run's superseded rows left out
         return
     try:
         if kind == "datasets":
