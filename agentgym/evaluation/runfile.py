@@ -69,24 +69,15 @@ def json_value(value: Any) -> Any:
     return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
-def task_set_digest(tasks: Sequence[Task]) -> str:
-    """A short hash of a whole task set (ids and contents, in order), whatever file it was read from.
+def run_identity(env_id: str, env_kwargs: Mapping[str, Any], policy: Any) -> dict[str, Any]:
+    """What a run is: the environment, its arguments, the policy and its settings, agentgym's version.
 
-    Taken before ``--limit``, so that a resume may play more of the same tasks, but not other ones.
-    """
-    return hashlib.sha256("\n".join(f"{t.id}\t{task_digest(t)}" for t in tasks).encode()).hexdigest()[:16]
-
-
-def run_identity(env_id: str, env_kwargs: Mapping[str, Any], policy: Any,
-                 task_set: str | None = None) -> dict[str, Any]:
-    """What a run is: the environment, its arguments, its task set, the policy and its settings, agentgym's version.
-
-    Where things run is not part of it: the sandbox backend, the executor, the model's endpoint.
+    With the tasks the record lists, which must all be among a resume's. Where things run is not part
+    of it: the sandbox backend, the executor, the model's endpoint.
     """
     settings = policy.identity() if callable(getattr(policy, "identity", None)) else {}
     return {
         "env": env_id,
-        "task_set": task_set,
         "env_args": json_value({k: v for k, v in env_kwargs.items() if k not in NOT_IDENTITY}),
         "policy": json_value({"name": policy.name, **settings}),
         "agentgym": agentgym_version(),
@@ -121,8 +112,8 @@ class RunFiles:
         if not parent.is_dir():
             raise DataError(f"cannot write {self.path}: {parent} is not a directory")
 
-    def open(self, identity: dict[str, Any], tasks: Sequence[Task], *, resume: bool,
-             overwrite: bool) -> tuple[list[Trajectory], IO[str]]:
+    def open(self, identity: dict[str, Any], tasks: Sequence[Task], *, resume: bool, overwrite: bool,
+             task_set: Sequence[Task] | None = None) -> tuple[list[Trajectory], IO[str]]:
         """Check the record against ``identity``, write it, and open ``out`` for appending.
 
         Args:
@@ -130,6 +121,8 @@ class RunFiles:
             tasks: The tasks this run plays; their hashes join the record.
             resume: Keep the trajectories already in ``out`` (only if the record matches).
             overwrite: Start over even if ``out`` holds trajectories.
+            task_set: Every task the run could play (``tasks`` before a limit; ``tasks`` by default):
+                a resume is refused unless each task the record lists is one of them, unchanged.
 
         Returns:
             The trajectories already in ``out`` (empty unless resuming), and ``out`` open for appending.
@@ -143,7 +136,7 @@ class RunFiles:
         kept: list[Trajectory] = []
         if held and resume:
             recorded = self._read_record()
-            _refuse_other_run(self.path, recorded, identity, digests)
+            _refuse_other_run(self.path, recorded, identity, _digests(task_set or tasks))
             digests = {**recorded.get("tasks", {}), **digests}
             self._cut_torn_tail()
             kept = list(iter_jsonl(self.path))
@@ -166,13 +159,15 @@ class RunFiles:
     def this_run(self, identity: dict[str, Any], tasks: Sequence[Task]) -> list[Trajectory] | None:
         """The trajectories ``out`` holds if this same run made them (the record matches), else None.
 
+        ``tasks`` is the run's whole task set: every task the record lists must be among them.
+
         None as well for an empty or missing file, one without a readable record, or one that does not
         read back whole (a torn last line): what :meth:`open` then says about it stands.
         """
         if not (self.path.exists() and self.path.stat().st_size > 0):
             return None
         try:
-            _refuse_other_run(self.path, self._read_record(), identity, {t.id: task_digest(t) for t in tasks})
+            _refuse_other_run(self.path, self._read_record(), identity, _digests(tasks))
             return list(iter_jsonl(self.path))
         except DataError:
             return None
@@ -222,10 +217,13 @@ def _refuse_other_run(path: Path, recorded: dict[str, Any], identity: dict[str, 
     was = _flat({k: recorded.get(k) for k in identity})
     now = _flat(identity)
     differences = [f"{key} was {json.dumps(was.get(key))}, now {json.dumps(now.get(key))}"
-                   for key in sorted(was.keys() | now.keys()) if was.get(key) != now.get(key) and key != "task_set"]
-    if was.get("task_set") != now.get("task_set"):
-        differences.insert(0, "another task set (--tasks names other tasks, or none where the run had a file)")
+                   for key in sorted(was.keys() | now.keys()) if was.get(key) != now.get(key)]
     old = recorded.get("tasks") or {}
+    gone = [task_id for task_id in old if task_id not in digests]
+    if gone:
+        more = f" and {len(gone) - 1} more" if len(gone) > 1 else ""
+        differences.insert(0, f"another task set: its task {gone[0]!r}{more} is not among this one's (--tasks "
+                              "names other tasks, or none where the run had a file)")
     changed = [task_id for task_id, digest in digests.items() if old.get(task_id, digest) != digest]
     if changed:
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
@@ -234,6 +232,10 @@ def _refuse_other_run(path: Path, recorded: dict[str, Any], identity: dict[str, 
         shown = "; ".join(differences[:3]) + (f"; {len(differences) - 3} more" if len(differences) > 3 else "")
         raise DataError(f"cannot resume {path}: it holds another run ({shown}); "
                         "choose another --out, or pass --overwrite to replace it")
+
+
+def _digests(tasks: Sequence[Task]) -> dict[str, str]:
+    return {t.id: task_digest(t) for t in tasks}
 
 
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -37,7 +37,7 @@ def features() -> Any:
     call = {"id": string, "name": string, "arguments": string}
     message = {"role": string, "content": string, "content_parts": List(part), "tool_calls": List(call),
                "tool_call_id": string, "name": string}
-    usage = {"prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64, "retries": i64}
+    usage = {"prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64, "retries": i64, "unpriced_calls": i64}
     turn = {"action": message, "observation": List(message), "reward": f64, "tool_errors": List(string),
             "policy_seconds": f64, "env_seconds": f64, "usage": usage, "info": string}
     return Features({

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.errors import reason_line
+from agentgym.evaluation.metrics import cost_text
 from agentgym.types import Trajectory
 from agentgym.view import plots
 from agentgym.view.pairing import pairings
@@ -123,7 +124,8 @@ def cost_section(runs: list[Run]) -> str:
     rows = []
     for r in runs:
         s = r.summary
-        rows.append([r.name, f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", f"${s.cost_usd:.4f}",
+        cost = cost_text(s.cost_usd, s.unpriced_calls)
+        rows.append([r.name, f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", cost,
                      f"{s.sandbox_seconds:.1f}", str(sum(judge_calls(t) for t in r.trajectories)),
                      str(s.retries), f"{s.wall_seconds:.1f}"])
     return _table("cost-table", head, rows)
