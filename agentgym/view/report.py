@@ -140,7 +140,12 @@ def failures_section(runs: list[Run]) -> str:
                     f"show episodes</a>")
             rows.append([_e(r.name), str(n), f"<code>{_e(reason)}</code>", link])
     if not rows:
-        return "<p>No failed episodes.</p>"
+        unsuccessful = sum(not t.success for r in runs for t in r.trajectories)
+        if not unsuccessful:
+            return "<p>No failed episodes.</p>"
+        total = sum(len(r.trajectories) for r in runs)
+        return (f"<p>No episode ended in an error, but {unsuccessful} of {total} did not succeed: "
+                "the episode list has their rewards and conversations.</p>")
     return _table("failures-table", ["run", "episodes", "reason", ""], rows, raw=True)
 
 
