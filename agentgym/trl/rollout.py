@@ -29,7 +29,7 @@ from agentgym.errors import EnvError
 from agentgym.policies.chat_template import chat_dicts
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
-from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
+from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, reward_name, task_dataset
 from agentgym.trl.generation import generate
 from agentgym.trl.metrics import episode_metrics, log_batch
 from agentgym.types import Message, Task, Trajectory
@@ -283,4 +283,4 @@ def rollout_spec(
     """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``."""
     rollout = EnvRollout(source)
     return RolloutSpec(task_dataset(source, tasks, repeat=repeat), rollout,
-                       [env_reward_func(rollout.env_class.__name__)])
+                       [env_reward_func(reward_name(source, rollout.env_class.__name__))])
