@@ -233,15 +233,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "policy:module.path:Class")
     ev.add_argument("--limit", type=count, help="only the first N tasks")
     ev.add_argument("--samples", type=count, default=1, help="episodes per task (reports pass@k)")
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--seed", type=int, default=0, help="first seed (samples take seed, seed+1, ...)")
     ev.add_argument("--concurrency", type=count, default=8,
                     help="episodes (and model calls) in flight; with --executor ray, on each worker")
-    ev.add_argument("--sandbox", default="auto", choices=SANDBOXES)
+    ev.add_argument("--sandbox", default="auto", choices=SANDBOXES,
+                    help="where untrusted code runs: docker, local (bubblewrap or namespaces), or auto (docker when "
+                         "an engine answers)")
     from agentgym.sandboxes.cli import add_docker_host_option
 
     add_docker_host_option(ev, "a Docker engine for sandboxes, with the most sandboxes it may hold")
     ev.add_argument("--tasks", help="a task file in the env's format (read by the env's load_tasks)")
-    ev.add_argument("--max-turns", type=count)
+    ev.add_argument("--max-turns", type=count, help="end an episode (truncated) after N turns (default: the env's)")
     ev.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",
                     help="a keyword argument for the environment (repeatable), e.g. split=nyt")
     ev.add_argument("--out", help="trajectories JSONL, in an existing directory (default runs/ENV__MODEL.jsonl); "
@@ -262,8 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           "RAY_ADDRESS, else a local cluster started for the run")
     ev.add_argument("--ray-workers", type=count, help="Ray workers to start (default one per node)")
     ev.add_argument("--api-base", help="endpoint for the model's provider (an OpenAI-compatible server)")
-    ev.add_argument("--temperature", type=float)
-    ev.add_argument("--max-tokens", type=count)
+    ev.add_argument("--temperature", type=float, help="the model's sampling temperature (default 0)")
+    ev.add_argument("--max-tokens", type=count, help="cap on the model's completion tokens per turn")
     ev.add_argument("--request-timeout", type=seconds, help="seconds to wait for one model response")
     ev.set_defaults(func=_cmd_eval)
 

@@ -179,6 +179,9 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     retries: int = 0
+    unpriced_calls: int = 0
+    """Calls whose price is unknown (a model litellm has no price for): their cost is not in ``cost_usd``,
+    so a total over them is unknown, not free."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -186,6 +189,7 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
             retries=self.retries + other.retries,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
 

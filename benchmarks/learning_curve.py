@@ -193,7 +193,7 @@ def train_arm(model: Any, tokenizer: Any, env_id: str, tasks: Sequence[Task], *,
     kwargs["rollout_func"] = meter.wrap()
     trainer = GRPOTrainer(model, args=config, processing_class=tokenizer, callbacks=[Clock()], **kwargs)
     trainer.train()
-    key = f"rewards/{spec.rollout_func.env_class.__name__}"
+    key = f"rewards/{spec.reward_funcs[0].__name__}"
     logs = [h for h in trainer.state.log_history if f"{key}/mean" in h]
     batch = args.tasks_per_step * args.generations
     curve = []

@@ -32,6 +32,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
+def cost_text(cost_usd: float, unpriced_calls: int) -> str:
+    """A cost for people: ``$0.0123``, or unknown where calls had no price (unknown is not free)."""
+    if not unpriced_calls:
+        return f"${cost_usd:.4f}"
+    calls = f"{unpriced_calls} unpriced call{'s' * (unpriced_calls != 1)}"
+    return f"unknown ({calls})" if cost_usd == 0 else f"${cost_usd:.4f} + unknown ({calls})"
+
+
 class Summary(BaseModel):
     """What an evaluation run printed and saved."""
 
@@ -46,6 +54,8 @@ class Summary(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    unpriced_calls: int = 0
+    """Policy calls whose price is unknown: ``cost_usd`` leaves them out (see :func:`cost_text`)."""
     retries: int
     usage_by_role: dict[str, Usage] = Field(default_factory=dict)
     """Env-side model calls (a simulated user, a feedback model) by role; the fields above are the policy's."""
@@ -74,9 +84,10 @@ class Summary(BaseModel):
             ("mean reward", f"{self.mean_reward:.4f}"),
             ("mean turns", f"{self.mean_turns:.2f}"),
             ("tokens", f"{self.prompt_tokens} prompt + {self.completion_tokens} completion"),
-            ("cost", f"${self.cost_usd:.4f}"),
+            ("cost", cost_text(self.cost_usd, self.unpriced_calls)),
             ("retries", self.retries),
-            *((f"{role} usage", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion, ${u.cost_usd:.4f}, "
+            *((f"{role} usage", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion, "
+               f"{cost_text(u.cost_usd, u.unpriced_calls)}, "
                f"{u.retries} retries") for role, u in self.usage_by_role.items()),
             ("outcomes", _fmt(self.outcomes)),
             ("tool errors", _fmt(self.tool_errors) or "none"),
@@ -137,6 +148,7 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
         prompt_tokens=sum(t.usage.prompt_tokens for t in trajectories),
         completion_tokens=sum(t.usage.completion_tokens for t in trajectories),
         cost_usd=sum(t.usage.cost_usd for t in trajectories),
+        unpriced_calls=sum(t.usage.unpriced_calls for t in trajectories),
         retries=sum(t.usage.retries for t in trajectories),
         usage_by_role=by_role,
         tool_errors=dict(tool_errors),

@@ -31,6 +31,19 @@ from agentgym.types import Task, Trajectory, iter_jsonl
 NOT_IDENTITY = frozenset({"sandbox_backend"})
 
 
+def current_episodes(rows: Iterable[Trajectory]) -> list[Trajectory]:
+    """A run's episodes from its file's rows: the last row of each (task, seed), in first-seen order.
+
+    ``--resume`` plays a run's ``cancelled`` and ``error`` episodes again and appends the new rows, so
+    the file of a resumed run holds rows that a later one superseded. ``evaluate`` counts each episode
+    once, by its last row; every reader of the file (the report, the exports) counts the same set.
+    """
+    latest: dict[tuple[str, int | None], Trajectory] = {}
+    for t in rows:
+        latest[(t.task_id, t.seed)] = t  # a replay takes its key's place, not a new one
+    return list(latest.values())
+
+
 def agentgym_version() -> str:
     try:
         return version("agentgym")
@@ -57,7 +70,11 @@ def json_value(value: Any) -> Any:
 
 
 def run_identity(env_id: str, env_kwargs: Mapping[str, Any], policy: Any) -> dict[str, Any]:
-    """What a run is: the environment, its arguments, the policy and its settings, agentgym's version."""
+    """What a run is: the environment, its arguments, the policy and its settings, agentgym's version.
+
+    With the tasks the record lists, which must all be among a resume's. Where things run is not part
+    of it: the sandbox backend, the executor, the model's endpoint.
+    """
     settings = policy.identity() if callable(getattr(policy, "identity", None)) else {}
     return {
         "env": env_id,
@@ -95,8 +112,8 @@ class RunFiles:
         if not parent.is_dir():
             raise DataError(f"cannot write {self.path}: {parent} is not a directory")
 
-    def open(self, identity: dict[str, Any], tasks: Sequence[Task], *, resume: bool,
-             overwrite: bool) -> tuple[list[Trajectory], IO[str]]:
+    def open(self, identity: dict[str, Any], tasks: Sequence[Task], *, resume: bool, overwrite: bool,
+             task_set: Sequence[Task] | None = None) -> tuple[list[Trajectory], IO[str]]:
         """Check the record against ``identity``, write it, and open ``out`` for appending.
 
         Args:
@@ -104,6 +121,8 @@ class RunFiles:
             tasks: The tasks this run plays; their hashes join the record.
             resume: Keep the trajectories already in ``out`` (only if the record matches).
             overwrite: Start over even if ``out`` holds trajectories.
+            task_set: Every task the run could play (``tasks`` before a limit; ``tasks`` by default):
+                a resume is refused unless each task the record lists is one of them, unchanged.
 
         Returns:
             The trajectories already in ``out`` (empty unless resuming), and ``out`` open for appending.
@@ -117,7 +136,7 @@ class RunFiles:
         kept: list[Trajectory] = []
         if held and resume:
             recorded = self._read_record()
-            _refuse_other_run(self.path, recorded, identity, digests)
+            _refuse_other_run(self.path, recorded, identity, _digests(task_set or tasks))
             digests = {**recorded.get("tasks", {}), **digests}
             self._cut_torn_tail()
             kept = list(iter_jsonl(self.path))
@@ -140,13 +159,15 @@ class RunFiles:
     def this_run(self, identity: dict[str, Any], tasks: Sequence[Task]) -> list[Trajectory] | None:
         """The trajectories ``out`` holds if this same run made them (the record matches), else None.
 
+        ``tasks`` is the run's whole task set: every task the record lists must be among them.
+
         None as well for an empty or missing file, one without a readable record, or one that does not
         read back whole (a torn last line): what :meth:`open` then says about it stands.
         """
         if not (self.path.exists() and self.path.stat().st_size > 0):
             return None
         try:
-            _refuse_other_run(self.path, self._read_record(), identity, {t.id: task_digest(t) for t in tasks})
+            _refuse_other_run(self.path, self._read_record(), identity, _digests(tasks))
             return list(iter_jsonl(self.path))
         except DataError:
             return None
@@ -198,6 +219,11 @@ def _refuse_other_run(path: Path, recorded: dict[str, Any], identity: dict[str, 
     differences = [f"{key} was {json.dumps(was.get(key))}, now {json.dumps(now.get(key))}"
                    for key in sorted(was.keys() | now.keys()) if was.get(key) != now.get(key)]
     old = recorded.get("tasks") or {}
+    gone = [task_id for task_id in old if task_id not in digests]
+    if gone:
+        more = f" and {len(gone) - 1} more" if len(gone) > 1 else ""
+        differences.insert(0, f"another task set: its task {gone[0]!r}{more} is not among this one's (--tasks "
+                              "names other tasks, or none where the run had a file)")
     changed = [task_id for task_id, digest in digests.items() if old.get(task_id, digest) != digest]
     if changed:
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
@@ -206,6 +232,10 @@ def _refuse_other_run(path: Path, recorded: dict[str, Any], identity: dict[str, 
         shown = "; ".join(differences[:3]) + (f"; {len(differences) - 3} more" if len(differences) > 3 else "")
         raise DataError(f"cannot resume {path}: it holds another run ({shown}); "
                         "choose another --out, or pass --overwrite to replace it")
+
+
+def _digests(tasks: Sequence[Task]) -> dict[str, str]:
+    return {t.id: task_digest(t) for t in tasks}
 
 
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

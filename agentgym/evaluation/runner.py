@@ -59,10 +59,10 @@ async def evaluate(
     sandboxes, that one starts. Each trajectory is appended to ``out`` (JSONL) the moment its
     episode ends, so a killed run loses at most the episodes that were running. With ``resume``,
     episodes already finished in ``out`` (same task and seed) are kept and not played again, if
-    ``out`` was made by the same run (env, env arguments, policy settings, agentgym version,
-    unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``. Without
-    ``resume`` or ``overwrite``, an ``out`` that holds this same run with every episode finished is
-    not played again: its summary is returned, and nothing is written.
+    ``out`` was made by the same run (env, env arguments, policy settings, agentgym version, and
+    every task it played among ``tasks``, unchanged). The summary is written next to ``out`` as
+    ``<name>.summary.json``. Without ``resume`` or ``overwrite``, an ``out`` that holds this same
+    run with every episode finished is not played again: its summary is returned, nothing written.
 
     Episodes are played by ``executor`` (see :mod:`agentgym.evaluation.executors`): in this process
     by default, or on a Ray cluster (``"ray"``, or a configured ``RayExecutor``). Either way only
@@ -115,7 +115,11 @@ async def evaluate(
             tasks = list(probe.tasks())
         finally:
             await probe.close()
+    task_set = list(tasks)  # before the limit: a resume may play more of them, but no other
     tasks = list(tasks)[:limit] if limit is not None else list(tasks)
+    if not tasks:
+        where = f"the task file {task_file}" if task_file else f"{env_id} has no built-in tasks, and no --tasks"
+        raise DataError(f"no tasks to play: {where} (pass --tasks FILE in the env's format)")
     _refuse_duplicate_ids(tasks)
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
     inputs = [p for p in (task_file, env_kwargs.get("tasks_path")) if p]
@@ -125,13 +129,13 @@ async def evaluate(
     async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
         try:
             await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
-            return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
+            return await _play(env_id, policy, env_kwargs, task_set, tasks, jobs, files, chosen, resume=resume,
                                overwrite=overwrite, progress=progress, progress_interval=progress_interval)
         finally:
             await chosen.close()
 
 
-async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: list[Task],
+async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_set: list[Task], tasks: list[Task],
                 jobs: list[tuple[Task, int]], files: RunFiles | None, executor: Executor, *, resume: bool,
                 overwrite: bool, progress: bool, progress_interval: float) -> tuple[Summary, list[Trajectory]]:
     """Open the run's files, have ``executor`` play what is not done yet, write each episode as it ends."""
@@ -139,14 +143,14 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
     sink: IO[str] | None = None
     identity = run_identity(env_id, env_kwargs, policy)
     if files is not None and not (resume or overwrite):
-        finished = _finished_before(files, identity, tasks, jobs)
+        finished = _finished_before(files, identity, task_set, jobs)
         if finished is not None:
             if progress:
                 print(f"{files.path} already holds this run, every episode finished: nothing to play "
                       "(--overwrite plays it again)", file=sys.stderr, flush=True)
             return summarize(finished, env=env_id, policy=policy.name), finished
     if files is not None:
-        kept, sink = files.open(identity, tasks, resume=resume, overwrite=overwrite)
+        kept, sink = files.open(identity, tasks, resume=resume, overwrite=overwrite, task_set=task_set)
         wanted = {(task.id, s) for task, s in jobs}
         done = {_key(t): t for t in kept if _key(t) in wanted and t.outcome in FINISHED}
     todo = [(task, s) for task, s in jobs if (task.id, s) not in done]
@@ -173,9 +177,13 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
 
     started = time.monotonic()
 
+    health = getattr(policy, "health", None)  # a hosted model's retries and last error, so an outage is not silence
+
     def progress_line() -> str:
-        return (f"{env_id} · {policy.name}: {len(results)}/{len(jobs)} episodes, {successes} succeeded, "
+        line = (f"{env_id} · {policy.name}: {len(results)}/{len(jobs)} episodes, {successes} succeeded, "
                 f"{time.monotonic() - started:.0f} s")
+        said = health() if callable(health) else None
+        return f"{line}; {said}" if said else line
 
     ticker = (asyncio.ensure_future(_every(progress_interval, progress_line))
               if progress and not on_terminal and todo else None)

@@ -18,6 +18,10 @@ __all__ = ["LOCAL_PREFIX", "LiteLLMPolicy", "Policy", "Reply", "load_policy"]
 POLICY_PREFIX = "policy:"
 
 
+#: The names the built-in envs give their scripted policies (``agentgym envs`` lists each env's).
+SCRIPTED_NAMES = frozenset({"reference", "baseline"})
+
+
 def load_policy(name: str, env_class: type[Env], **options: Any) -> Policy:
     """A policy by name: one of the env's scripted policies, a class of your own, else a litellm model.
 
@@ -36,6 +40,11 @@ def load_policy(name: str, env_class: type[Env], **options: Any) -> Policy:
     scripted = env_class.scripted_policies()
     if name in scripted:
         return scripted[name]()
+    if name in SCRIPTED_NAMES:  # not a model string: say so, rather than "litellm cannot tell its provider"
+        env = getattr(env_class, "id", None) or env_class.__name__
+        has = f"its scripted policies are {', '.join(scripted)}" if scripted else "it ships no scripted policy"
+        raise AgentgymError(f"--model {name}: {env} has no {name!r} policy ({has}); give a model, e.g. "
+                            f"--model openai/gpt-4o-mini, or a policy class, --model {POLICY_PREFIX}module:Class")
     if name.startswith(POLICY_PREFIX):
         return _policy_class(name.removeprefix(POLICY_PREFIX))()
     if name.startswith(LOCAL_PREFIX):

@@ -137,6 +137,10 @@ class LiteLLMPolicy:
         self.backoff = backoff
         self.backoff_max = backoff_max
         self.extra = dict(extra or {})
+        self.failed_attempts = 0
+        """Calls that failed and were tried again, over the policy's life (for progress lines)."""
+        self.last_error: str | None = None
+        """The latest of those failures, as one line."""
         self._semaphore = asyncio.Semaphore(concurrency)
         self._wait = wait_exponential_jitter(multiplier=backoff, max=backoff_max, jitter=backoff)
 
@@ -152,10 +156,25 @@ class LiteLLMPolicy:
         """
         check_credentials(self.model, api_key=self.api_key, api_base=self.api_base)
 
+    def health(self) -> str | None:
+        """A progress line's word on the model: its retries so far and the last error, or None if none failed."""
+        if not self.failed_attempts:
+            return None
+        return f"{self.failed_attempts} model retries, last error: {self.last_error}"
+
+    def _failed(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        self.failed_attempts += 1
+        self.last_error = reason_line(f"{type(error).__name__}: {error}", 200)
+
     def identity(self) -> dict[str, Any]:
-        """What decides this policy's actions, recorded with a run so that a resume cannot mix two."""
-        return {"model": self.model, "api_base": self.api_base, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "extra": self.extra}
+        """What decides this policy's actions, recorded with a run so that a resume cannot mix two.
+
+        The model and its sampling settings; not ``api_base``: where the endpoint lives (a port, a
+        proxy) does not change what the model answers, and a resumed run may reach it elsewhere.
+        """
+        return {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "extra": self.extra}
 
     def _wait_for(self, state: RetryCallState) -> float:
         backoff = self._wait(state)
@@ -187,6 +206,7 @@ class LiteLLMPolicy:
                 stop=stop_after_attempt(self.max_attempts),
                 wait=self._wait_for,
                 retry=retry_if_exception(is_retryable),
+                before_sleep=self._failed,
                 reraise=True,
             ):
                 with attempt:
@@ -211,15 +231,17 @@ def _to_message(response: Any) -> Message:
 
 def _usage(litellm: Any, response: Any, retries: int) -> Usage:
     usage = getattr(response, "usage", None)
+    unpriced = 0
     try:
         cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # unknown models have no price: report tokens, cost 0
-        cost = 0.0
+    except Exception:  # a model with no known price: its tokens are counted, its cost is unknown (not 0)
+        cost, unpriced = 0.0, 1
     return Usage(
         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
         cost_usd=cost,
         retries=retries,
+        unpriced_calls=unpriced,
     )
 
 

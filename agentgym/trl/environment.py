@@ -283,6 +283,16 @@ def environment_reward_func(name: str) -> Callable[..., list[float | None]]:
     return reward
 
 
+def reward_name(source: EnvSource, class_name: str) -> str:
+    """The env's name in TRL's logs (``rewards/<name>/mean``): its registered id when ``source`` is one
+    (``agentgym/toy-v0``, the name a user gave), else its class's name."""
+    if isinstance(source, str):
+        from agentgym.registry import resolve
+
+        return resolve(source)
+    return class_name
+
+
 def task_dataset(
     source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1, seed: int = 0
 ) -> Any:
@@ -349,7 +359,7 @@ class EnvironmentSpec:
     """What ``GRPOTrainer`` needs to train on an agentgym env through ``environment_factory``.
 
     The env's reward arrives through ``reward_funcs[0]`` (:func:`environment_reward_func`, logged as
-    ``rewards/<EnvClass>/mean``); append any extra reward functions of yours.
+    ``rewards/<env id>/mean``, see :func:`reward_name`); append any extra reward functions of yours.
     """
 
     train_dataset: Any
@@ -382,7 +392,7 @@ def environment_spec(
     from agentgym.trl.components import component_reward_funcs
 
     cls = environment_class(source, owns_reward=False)
-    funcs: list[Callable[..., list[float | None]]] = [environment_reward_func(cls.__name__)]
+    funcs: list[Callable[..., list[float | None]]] = [environment_reward_func(reward_name(source, cls.__name__))]
     weights = None
     if components is not None:
         extra, component_weights = component_reward_funcs(components)

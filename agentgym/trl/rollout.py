@@ -32,7 +32,7 @@ from agentgym.rewards.group import zero_signal_groups
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
 from agentgym.trl.components import component_reward_funcs
-from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
+from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, reward_name, task_dataset
 from agentgym.trl.generation import generate
 from agentgym.trl.metrics import episode_metrics, log_batch
 from agentgym.types import Message, Task, Trajectory
@@ -359,7 +359,7 @@ def rollout_spec(
     """
     pool = list(tasks) if tasks is not None else (list(env_factory(source)[1]().tasks()) if resample else [])
     rollout = EnvRollout(source, resample=resample, pool=pool)
-    funcs = [env_reward_func(rollout.env_class.__name__)]
+    funcs = [env_reward_func(reward_name(source, rollout.env_class.__name__))]
     weights = None
     if components is not None:
         extra, component_weights = component_reward_funcs(components)

@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 FORMATS = ("datasets", "parquet", "jsonl")
+
+#: What the ``view`` extra installs: a command that finds one missing says so in one line.
+VIEW_EXTRA = frozenset({"plotly", "numpy", "datasets", "pyarrow"})
+
+
+def _needs_view_extra(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except ModuleNotFoundError as e:
+            missing = (e.name or "").split(".")[0]
+            if missing not in VIEW_EXTRA:
+                raise
+            from agentgym.errors import AgentgymError
+
+            raise AgentgymError(f"agentgym {args.command} needs the view extra ({missing} is not installed): "
+                                "pip install -e '.[view]'") from e
+
+    return run
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -74,7 +94,7 @@ def add_commands(sub: Any) -> None:
     view.add_argument("--serve", action="store_true",
                       help="then serve it on 127.0.0.1 until Ctrl-C, rebuilt as the runs grow (a run in progress)")
     view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
-    view.set_defaults(func=_cmd_view)
+    view.set_defaults(func=_needs_view_extra(_cmd_view))
 
     ex = sub.add_parser("export", help="convert runs to a Hugging Face dataset or parquet, and back")
     ex.add_argument("source", help="a run's JSONL, a folder of runs, a save_to_disk folder or a parquet file")
@@ -84,5 +104,5 @@ def add_commands(sub: Any) -> None:
                     help="sft: chat messages and tool schemas for TRL's SFTTrainer instead of full trajectories")
     ex.add_argument("--successful-only", action="store_true", help="only episodes that succeeded")
     ex.add_argument("--force", action="store_true", help="replace DEST if it exists")
-    ex.set_defaults(func=_cmd_export)
+    ex.set_defaults(func=_needs_view_extra(_cmd_export))
 

@@ -37,7 +37,7 @@ def features() -> Any:
     call = {"id": string, "name": string, "arguments": string}
     message = {"role": string, "content": string, "content_parts": List(part), "tool_calls": List(call),
                "tool_call_id": string, "name": string}
-    usage = {"prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64, "retries": i64}
+    usage = {"prompt_tokens": i64, "completion_tokens": i64, "cost_usd": f64, "retries": i64, "unpriced_calls": i64}
     turn = {"action": message, "observation": List(message), "reward": f64, "tool_errors": List(string),
             "policy_seconds": f64, "env_seconds": f64, "usage": usage, "info": string}
     return Features({
@@ -131,13 +131,14 @@ def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
     Raises:
         DataError: Nothing at ``path``, or a dataset that is not an agentgym export.
     """
+    from agentgym.evaluation.runfile import current_episodes
     from agentgym.view.runs import run_files
 
     source = Path(path)
     kind = source_format(source)
     if kind == "jsonl":
         for file in run_files([source]):
-            yield from iter_jsonl(file)
+            yield from current_episodes(iter_jsonl(file))  # a resumed run's superseded rows left out
         return
     try:
         if kind == "datasets":

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.errors import reason_line
+from agentgym.evaluation.metrics import cost_text
 from agentgym.types import Trajectory
 from agentgym.view import plots
 from agentgym.view.pairing import pairings
@@ -123,7 +124,8 @@ def cost_section(runs: list[Run]) -> str:
     rows = []
     for r in runs:
         s = r.summary
-        rows.append([r.name, f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", f"${s.cost_usd:.4f}",
+        cost = cost_text(s.cost_usd, s.unpriced_calls)
+        rows.append([r.name, f"{s.prompt_tokens:,}", f"{s.completion_tokens:,}", cost,
                      f"{s.sandbox_seconds:.1f}", str(sum(judge_calls(t) for t in r.trajectories)),
                      str(s.retries), f"{s.wall_seconds:.1f}"])
     return _table("cost-table", head, rows)
@@ -138,7 +140,12 @@ def failures_section(runs: list[Run]) -> str:
                     f"show episodes</a>")
             rows.append([_e(r.name), str(n), f"<code>{_e(reason)}</code>", link])
     if not rows:
-        return "<p>No failed episodes.</p>"
+        unsuccessful = sum(not t.success for r in runs for t in r.trajectories)
+        if not unsuccessful:
+            return "<p>No failed episodes.</p>"
+        total = sum(len(r.trajectories) for r in runs)
+        return (f"<p>No episode ended in an error, but {unsuccessful} of {total} did not succeed: "
+                "the episode list has their rewards and conversations.</p>")
     return _table("failures-table", ["run", "episodes", "reason", ""], rows, raw=True)
 
 

@@ -68,7 +68,7 @@ def test_the_spec_scores_through_its_reward_function_not_get_reward() -> None:
     public = {n for n, _ in inspect.getmembers(spec.environment_factory, inspect.isfunction) if not n.startswith("_")}
     assert public == {"reset", "hint", "say"}
     (reward,) = spec.reward_funcs
-    assert reward.__name__ == "ColourEnv"
+    assert reward.__name__ == "agentgym/toy-v0"  # TRL logs rewards/agentgym/toy-v0/mean: the env id
     envs = [spec.environment_factory() for _ in range(2)]
     for env in envs:
         env.reset(**spec.train_dataset[0])

@@ -24,7 +24,8 @@ def test_mean_reward_rises_over_a_seeded_grpo_run(agent: tuple[Any, Any], tmp_pa
                        max_steps=40)
     trainer = GRPOTrainer(model, args=args, processing_class=tokenizer, **spec.trainer_kwargs())
     trainer.train()
-    curve = [h["rewards/ColourEnv/mean"] for h in trainer.state.log_history if "rewards/ColourEnv/mean" in h]
+    key = "rewards/agentgym/toy-v0/mean"  # named by the env's id
+    curve = [h[key] for h in trainer.state.log_history if key in h]
     assert len(curve) == 40
     start, end = sum(curve[:10]) / 10, sum(curve[-10:]) / 10
     assert end >= start + 0.15, f"reward went {start:.2f} -> {end:.2f}: {[round(x, 2) for x in curve]}"

@@ -58,4 +58,4 @@ def test_grpo_trains_on_a_stream_of_every_search_question(
                           **spec.trainer_kwargs())
     trainer.train()
     assert trainer.state.global_step == 1
-    assert any("rewards/SearchEnv/mean" in h for h in trainer.state.log_history)
+    assert any("rewards/agentgym/search-v0/mean" in h for h in trainer.state.log_history)
