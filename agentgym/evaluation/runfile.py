@@ -77,6 +77,8 @@ class RunFiles:
 
     def __init__(self, out: str | Path, inputs: Iterable[str | Path] = ()) -> None:
         self.path = Path(out)
+        if self.path.is_dir() or not self.path.name:  # ``.`` or ``runs/``: no name to put suffixes on
+            raise DataError(f"{out} is a directory; --out takes a file name, e.g. {self.path / 'run.jsonl'}")
         self.record_path = self.path.with_suffix(".run.json")
         self.summary_path = self.path.with_suffix(".summary.json")
         self._check_places([Path(p) for p in inputs])

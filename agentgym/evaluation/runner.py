@@ -11,12 +11,12 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from agentgym.errors import AgentgymError, DataError, PolicyError
+from agentgym.errors import AgentgymError, DataError, EnvError, PolicyError
 from agentgym.evaluation.executors import Executor, RunSpec, get_executor
 from agentgym.evaluation.metrics import Summary, summarize
 from agentgym.evaluation.runfile import RunFiles, run_identity
 from agentgym.policies.base import Policy
-from agentgym.registry import make
+from agentgym.registry import arguments, make
 from agentgym.types import Task, Trajectory
 
 #: Outcomes that count as done on ``resume``; ``error`` and ``cancelled`` episodes are played again.
@@ -109,12 +109,11 @@ async def evaluate(
     env_kwargs = dict(env_kwargs or {})
     chosen = get_executor(executor)
 
-    if tasks is None:
-        probe = make(env_id, **env_kwargs)
-        try:
-            tasks = list(probe.tasks())
-        finally:
-            await probe.close()
+    probe = make(env_id, **env_kwargs)  # built once even when tasks are given: its arguments are checked here
+    try:
+        tasks = list(tasks) if tasks is not None else _builtin_tasks(env_id, probe, env_kwargs)
+    finally:
+        await probe.close()
     tasks = list(tasks)[:limit] if limit is not None else list(tasks)
     _refuse_duplicate_ids(tasks)
     jobs = [(task, seed + s) for task in tasks for s in range(samples)]
@@ -216,6 +215,16 @@ def _finished_before(files: RunFiles, identity: dict[str, Any], tasks: list[Task
     if held is None or any((task.id, s) not in finished for task, s in jobs):
         return None
     return [finished[(task.id, s)] for task, s in jobs]
+
+
+def _builtin_tasks(env_id: str, env: Any, env_kwargs: dict[str, Any]) -> list[Task]:
+    """``env.tasks()``, with an error of the env's own (a ``tasks_path`` that is no path) said as the caller's."""
+    try:
+        return list(env.tasks())
+    except AgentgymError:
+        raise
+    except Exception as e:
+        raise EnvError(f"{env_id}: cannot list its tasks with {arguments(env_kwargs)}: {type(e).__name__}: {e}") from e
 
 
 def _refuse_duplicate_ids(tasks: Sequence[Task]) -> None:
