@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tqdm import tqdm
 
@@ -15,6 +15,7 @@ from agentgym.errors import AgentgymError, DataError, EnvError, PolicyError
 from agentgym.evaluation.executors import Executor, RunSpec, get_executor
 from agentgym.evaluation.metrics import Summary, summarize
 from agentgym.evaluation.runfile import RunFiles, run_identity
+from agentgym.evaluation.sink import RowSink, RowWriteError
 from agentgym.policies.base import Policy
 from agentgym.registry import arguments, make
 from agentgym.types import Task, Trajectory
@@ -121,13 +122,19 @@ async def evaluate(
     files = RunFiles(out, inputs=inputs) if out is not None else None
     from agentgym.sandboxes import runtime
 
-    async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
-        try:
-            await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
-            return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
-                               overwrite=overwrite, progress=progress, progress_interval=progress_interval)
-        finally:
-            await chosen.close()
+    if files is not None:
+        files.lock.acquire()  # one writer per run file, from before it is read until the run has ended
+    try:
+        async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
+            try:
+                await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
+                return await _play(env_id, policy, env_kwargs, tasks, jobs, files, chosen, resume=resume,
+                                   overwrite=overwrite, progress=progress, progress_interval=progress_interval)
+            finally:
+                await chosen.close()
+    finally:
+        if files is not None:
+            files.lock.release()
 
 
 async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: list[Task],
@@ -135,7 +142,7 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
                 overwrite: bool, progress: bool, progress_interval: float) -> tuple[Summary, list[Trajectory]]:
     """Open the run's files, have ``executor`` play what is not done yet, write each episode as it ends."""
     done: dict[tuple[str, int | None], Trajectory] = {}
-    sink: IO[str] | None = None
+    sink: RowSink | None = None
     identity = run_identity(env_id, env_kwargs, policy)
     if files is not None and not (resume or overwrite):
         finished = _finished_before(files, identity, tasks, jobs)
@@ -155,15 +162,19 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
     results = dict(done)
     successes = sum(t.success for t in done.values())  # kept as a count: a recount per episode is quadratic
     fatal: list[PolicyError] = []
+    unwritable: list[RowWriteError] = []
 
     def on_result(t: Trajectory, error: PolicyError | None) -> None:
         nonlocal successes
         successes += t.success - (results[_key(t)].success if _key(t) in results else 0)
         results[_key(t)] = t
-        if sink is not None:
+        if sink is not None and not unwritable:
             # One small line per finished episode: a plain blocking write keeps the file ordered.
-            sink.write(t.model_dump_json() + "\n")
-            sink.flush()
+            try:
+                sink.write(t.model_dump_json() + "\n")
+            except RowWriteError as e:  # a full disk: stop now, every row before this one intact
+                unwritable.append(e)
+                runner.cancel()
         bar.update(1)
         bar.set_postfix(success=f"{successes}/{len(results)}")
         if error is not None and not fatal:
@@ -183,7 +194,14 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
         await runner
     except asyncio.CancelledError:
         current = asyncio.current_task()
-        if not fatal or (current is not None and current.cancelling()):
+        interrupted = current is not None and current.cancelling() > 0
+        if unwritable:
+            e = unwritable[0]
+            raise RunStopped(f"{e}; the {len(done) + e.rows} row(s) before it are intact: free some space and rerun "
+                             "with --resume") from e.error
+        if interrupted and files is not None:  # Ctrl-C, SIGTERM: the summary of what was recorded, cancelled too
+            _write_summary(files, results, jobs, env_id, policy, started)
+        if not fatal or interrupted:
             raise
         raise RunStopped(f"stopped after {len(results) - len(done)} episode(s): {fatal[0]}; nothing later "
                          "could succeed. Fix it and rerun with --resume") from fatal[0]
@@ -193,10 +211,30 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], tasks: 
             ticker.cancel()
         if sink is not None:
             sink.close()
-    trajectories = [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]
+    if files is None:
+        trajectories = _in_order(results, jobs)
+        return summarize(trajectories, env=env_id, policy=policy.name, wall_seconds=time.monotonic() - started), \
+            trajectories
+    return _write_summary(files, results, jobs, env_id, policy, started)
+
+
+def _in_order(results: dict[tuple[str, int | None], Trajectory], jobs: list[tuple[Task, int]]) -> list[Trajectory]:
+    return [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]
+
+
+def _write_summary(files: RunFiles, results: dict[tuple[str, int | None], Trajectory], jobs: list[tuple[Task, int]],
+                   env_id: str, policy: Policy, started: float) -> tuple[Summary, list[Trajectory]]:
+    """Summarise the recorded episodes in the order of ``jobs`` and write the summary beside the run.
+
+    Raises:
+        RunStopped: The summary cannot be written (a full disk): every row is in the trajectories file.
+    """
+    trajectories = _in_order(results, jobs)
     summary = summarize(trajectories, env=env_id, policy=policy.name, wall_seconds=time.monotonic() - started)
-    if files is not None:
+    try:
         files.write_summary(summary.model_dump_json(indent=2) + "\n")
+    except DataError as e:
+        raise RunStopped(f"{e}; every episode is in {files.path}: free some space and rerun with --resume") from e
     return summary, trajectories
 
 
