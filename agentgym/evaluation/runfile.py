@@ -10,6 +10,9 @@ message naming the file: a directory, a missing parent directory, an unwritable 
 file itself, a file from another run, a file that holds episodes but was not asked to be resumed
 or overwritten. A torn last line (a run killed mid-write) is cut off before new rows are appended,
 so that the next row does not glue onto it and vanish with it.
+
+While a run has them, ``run.run.lock`` is locked (:mod:`agentgym.evaluation.runlock`): one writer per
+run file. Rows go through :mod:`agentgym.evaluation.sink`, which lands each whole or not at all.
 """
 
 from __future__ import annotations

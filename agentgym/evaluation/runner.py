@@ -63,7 +63,10 @@ async def evaluate(
     ``out`` was made by the same run (env, env arguments, policy settings, agentgym version,
     unchanged tasks). The summary is written next to ``out`` as ``<name>.summary.json``. Without
     ``resume`` or ``overwrite``, an ``out`` that holds this same run with every episode finished is
-    not played again: its summary is returned, and nothing is written.
+    not played again: its summary is returned, and nothing is written. One run at a time writes
+    ``out``: it is locked for the whole run (:mod:`agentgym.evaluation.runlock`). Cancelled (Ctrl-C,
+    a signal), the run records running episodes as ``cancelled`` and writes the summary of what it
+    recorded before the cancellation propagates.
 
     Episodes are played by ``executor`` (see :mod:`agentgym.evaluation.executors`): in this process
     by default, or on a Ray cluster (``"ray"``, or a configured ``RayExecutor``). Either way only
@@ -98,8 +101,9 @@ async def evaluate(
     Raises:
         ValueError: ``limit``, ``samples`` or ``concurrency`` is below 1.
         AgentgymError: Something checked before the first episode is wrong; nothing was played.
-        RunStopped: The policy failed in a way no later episode can get past (a refused API key);
-            finished episodes are in ``out``, and ``resume`` continues once it is fixed.
+        RunStopped: The policy failed in a way no later episode can get past (a refused API key), or
+            a row or the summary could not be written (a full disk); finished episodes are in
+            ``out``, and ``resume`` continues once it is fixed.
     """
     for name, value in (("limit", limit), ("samples", samples), ("concurrency", concurrency)):
         if value is not None and value < 1:
