@@ -40,18 +40,25 @@ def start_and_hang(server: FakeOpenAI, out, backend: str, *extra: str):
     return proc
 
 
-@pytest.mark.parametrize("signum, backend", [(signal.SIGTERM, "docker"), (signal.SIGHUP, "local")])
-def test_a_signal_records_running_episodes_prints_the_summary_and_releases_sandboxes(tmp_path, signum, backend):
+@pytest.mark.parametrize("signum, backend, executor", [(signal.SIGTERM, "docker", "local"),
+                                                        (signal.SIGHUP, "local", "local"),
+                                                        (signal.SIGTERM, "local", "ray")])
+def test_a_signal_records_running_episodes_prints_the_summary_and_releases_sandboxes(tmp_path, signum, backend,
+                                                                                     executor):
     if backend == "docker":
         docker_or_skip()
+    if executor == "ray":
+        pytest.importorskip("ray")
+    # With Ray, a local cluster started by the run itself: its workers see the run's key for FakeOpenAI.
+    extra = ["--executor", "ray", "--ray-workers", "1"] if executor == "ray" else []
     out = tmp_path / "run.jsonl"
     with FakeOpenAI(humaneval_model, hang_seconds=600) as server:
-        proc = start_and_hang(server, out, backend)
+        proc = start_and_hang(server, out, backend, *extra)
         below = descendants(proc.pid)
         if backend == "docker":
             assert containers_of(proc.pid)
-        else:
-            assert below  # the local sandboxes' process trees
+        elif executor == "local":
+            assert below  # the local sandboxes' process trees (a Ray worker's are the worker's)
         sent = time.monotonic()
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
