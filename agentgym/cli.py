@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
 import os
 import re
 import sys
@@ -74,7 +74,8 @@ exit status:
        could get past (a refused API key); finished episodes are kept, rerun with --resume once fixed
   2    nothing was run: a bad option, task file or --out, --resume into another run's file, missing
        credentials or an unknown model, or no sandbox could start
-  130  interrupted (Ctrl-C); finished episodes are kept, rerun with --resume
+  130  interrupted (Ctrl-C; 143 for SIGTERM, 129 for SIGHUP, which stop it the same way): running
+       episodes are recorded as cancelled and the summary written; rerun with --resume
 """
 
 
@@ -86,6 +87,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from agentgym.credentials import UnknownModel
     from agentgym.evaluation import RunStopped, evaluate
     from agentgym.evaluation.executors import get_executor
+    from agentgym.evaluation.stopping import Interrupted, run_stoppable
     from agentgym.policies import load_policy
     from agentgym.registry import env_class
 
@@ -137,8 +139,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             return 1
         return 0
 
+    def hard_stop(reason: str) -> None:
+        print(f"agentgym: {reason}; episodes still running are not recorded, rows written are whole in {out}; "
+              "rerun with --resume", file=sys.stderr)
+
     try:
-        return asyncio.run(run())
+        return run_stoppable(run(), grace=args.stop_timeout, on_hard_stop=hard_stop)
+    except Interrupted as e:
+        summary_path = out.with_suffix(".summary.json")
+        if summary_path.exists():
+            from agentgym.evaluation import Summary
+
+            with contextlib.suppress(OSError, ValueError):
+                print(Summary.model_validate_json(summary_path.read_text(encoding="utf-8")).table())
+                print(f"trajectories: {out}\nsummary:      {summary_path}")
+        print(f"interrupted ({e}): running episodes are recorded as cancelled, finished ones are in {out}; "
+              "rerun with --resume to continue", file=sys.stderr)
+        return 128 + e.signum
     except UnknownModel as e:
         scripted = ", ".join(cls.scripted_policies())
         raise UnknownModel(f"{e}; or a scripted policy of {args.env}: {scripted}" if scripted else str(e)) from e
@@ -255,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     again.add_argument("--overwrite", action="store_true", help="replace the trajectories --out holds")
     ev.add_argument("--progress-every", type=seconds, default=30.0, metavar="SECONDS",
                     help="when stderr is not a terminal (a log file, CI), a progress line this often (default 30)")
+    ev.add_argument("--stop-timeout", type=seconds, default=20.0, metavar="SECONDS",
+                    help="after Ctrl-C, SIGTERM or SIGHUP, seconds to record running episodes as cancelled and "
+                         "release sandboxes before exiting anyway; a second signal exits at once (default 20)")
     ev.add_argument("--turn-timeout", type=seconds, default=600.0, help="seconds for one turn")
     ev.add_argument("--episode-timeout", type=seconds, default=3600.0, help="seconds for one episode")
     ev.add_argument("--executor", choices=EXECUTORS, default="local",

@@ -20,7 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from agentgym.env import Env
-from agentgym.errors import EnvError
+from agentgym.errors import AgentgymError, EnvError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+-v\d+$")
 """``namespace/Name-vN``: what a registered id looks like."""
@@ -128,15 +128,30 @@ def env_class(env_id: str) -> type[Env]:
     return target
 
 
+def arguments(kwargs: dict[str, Any]) -> str:
+    """Keyword arguments as a short line, ``metric='bogus', tasks_path=123``, for an error message."""
+    if not kwargs:
+        return "no arguments"
+    shown = [f"{k}={v!r}" if len(repr(v)) <= 60 else f"{k}={repr(v)[:57]}..." for k, v in kwargs.items()]
+    return ", ".join(shown)
+
+
 def make(env_id: str, **kwargs: Any) -> Env:
     """Build the environment ``env_id`` names (an id, an alias, or ``module:Class``); kwargs go to its constructor.
 
     The env's ``id`` is the resolved id (``agentgym/code-v0`` for ``code``), which trajectories record.
+
+    Raises:
+        EnvError: An unknown id, or the constructor refused its arguments (any error it raises that
+            is not already an :class:`~agentgym.errors.AgentgymError` is re-raised as one, naming
+            the env and the arguments, the cause chained), as Gymnasium's ``make`` does.
     """
     cls = env_class(env_id)
     try:
         env = cls(**kwargs)
-    except TypeError as e:
-        raise EnvError(f"make({env_id!r}, {', '.join(f'{k}=...' for k in kwargs)}): {e}") from e
+    except AgentgymError:
+        raise
+    except Exception as e:  # a constructor refusing its arguments (TypeError, ValueError...): the caller's error
+        raise EnvError(f"cannot build {resolve(env_id)} with {arguments(kwargs)}: {e}") from e
     env.id = resolve(env_id)  # type: ignore[misc]
     return env

@@ -339,9 +339,41 @@ def _decode_line(path: Path, lineno: int, raw: bytes) -> Any:
     if not text.strip():
         return None
     try:
-        return json.loads(text.rstrip("\r\n"))  # so that a column past the end is on this line
+        value = json.loads(text.rstrip("\r\n"))  # so that a column past the end is on this line
     except json.JSONDecodeError as e:
         raise DataError(f"{path}:{lineno}: not valid JSON: {e.msg} (column {e.colno})") from e
+    where = _lone_surrogate(value)
+    if where is not None:
+        raise DataError(f"{path}:{lineno}: {where or 'the value'} holds a lone surrogate (a \\ud800-\\udfff escape "
+                        "that is half of a pair): not text that can be written back as UTF-8")
+    return value
+
+
+def _lone_surrogate(value: Any, where: str = "") -> str | None:
+    """The field (``prompt``, ``data.x``) of the first string in ``value`` that is not valid Unicode, else None.
+
+    JSON's ``\\ud800`` escape decodes to half a surrogate pair, which parses but which no file,
+    process or socket takes: such a task would fail where it is first written (the run record),
+    not where it was read.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return where
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _lone_surrogate(k, where) if isinstance(k, str) else None
+            found = found if found is not None else _lone_surrogate(v, f"{where}.{k}" if where else str(k))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _lone_surrogate(v, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def read_tasks(path: str | Path, to_task: Callable[[dict[str, Any]], Task] = Task.model_validate) -> list[Task]:

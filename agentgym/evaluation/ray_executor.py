@@ -25,7 +25,9 @@ import collections
 import functools
 import logging
 import os
+import signal
 import socket
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -197,11 +199,18 @@ class RayExecutor:
         if not ray.is_initialized():
             options = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
                        **self.init_kwargs}
+            # ray.init sets a SIGTERM handler of its own that exits on the spot; the caller's (agentgym
+            # eval's records running episodes and releases sandboxes first) is put back after it.
+            on_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() \
+                else None
             try:
                 ray.init(address=self.address, **options)
             except Exception as e:
                 where = self.address or os.environ.get("RAY_ADDRESS") or "a local cluster"
                 raise AgentgymError(f"cannot join the Ray cluster at {where}: {type(e).__name__}: {e}") from e
+            finally:
+                if on_sigterm is not None:
+                    signal.signal(signal.SIGTERM, on_sigterm)
             self._started_ray = True
         nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
         count = self.workers or len(nodes)

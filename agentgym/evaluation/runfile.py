@@ -10,6 +10,9 @@ message naming the file: a directory, a missing parent directory, an unwritable 
 file itself, a file from another run, a file that holds episodes but was not asked to be resumed
 or overwritten. A torn last line (a run killed mid-write) is cut off before new rows are appended,
 so that the next row does not glue onto it and vanish with it.
+
+While a run has them, ``run.run.lock`` is locked (:mod:`agentgym.evaluation.runlock`): one writer per
+run file. Rows go through :mod:`agentgym.evaluation.sink`, which lands each whole or not at all.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from agentgym.errors import DataError
+from agentgym.evaluation.runlock import RunLock
+from agentgym.evaluation.sink import RowSink
 from agentgym.types import Task, Trajectory, iter_jsonl
 
 #: Environment arguments that do not change what an episode is: either sandbox backend passes one
@@ -94,12 +99,15 @@ class RunFiles:
 
     def __init__(self, out: str | Path, inputs: Iterable[str | Path] = ()) -> None:
         self.path = Path(out)
+        if self.path.is_dir() or not self.path.name:  # ``.`` or ``runs/``: no name to put suffixes on
+            raise DataError(f"{out} is a directory; --out takes a file name, e.g. {self.path / 'run.jsonl'}")
         self.record_path = self.path.with_suffix(".run.json")
         self.summary_path = self.path.with_suffix(".summary.json")
+        self.lock = RunLock(self.path)
         self._check_places([Path(p) for p in inputs])
 
     def _check_places(self, inputs: list[Path]) -> None:
-        for path in (self.path, self.record_path, self.summary_path):
+        for path in (self.path, self.record_path, self.summary_path, self.lock.path):
             for given in inputs:
                 if path.resolve() == given.resolve():
                     raise DataError(f"{path} is also the task file {given}: the run would overwrite its tasks; "
@@ -113,7 +121,7 @@ class RunFiles:
             raise DataError(f"cannot write {self.path}: {parent} is not a directory")
 
     def open(self, identity: dict[str, Any], tasks: Sequence[Task], *, resume: bool, overwrite: bool,
-             task_set: Sequence[Task] | None = None) -> tuple[list[Trajectory], IO[str]]:
+             task_set: Sequence[Task] | None = None) -> tuple[list[Trajectory], RowSink]:
         """Check the record against ``identity``, write it, and open ``out`` for appending.
 
         Args:
@@ -144,9 +152,9 @@ class RunFiles:
             raise DataError(f"{self.path} already holds trajectories: pass --resume to continue that run "
                             "or --overwrite to replace it")
         record = {**identity, "tasks": digests, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        sink: IO[str] | None = None
+        sink: RowSink | None = None
         try:
-            sink = open(self.path, "a" if resume else "w", encoding="utf-8")
+            sink = RowSink(self.path, append=resume)
             _write_atomically(self.record_path, json.dumps(record, indent=1) + "\n")
         except OSError as e:
             if sink is not None:
@@ -173,7 +181,15 @@ class RunFiles:
             return None
 
     def write_summary(self, text: str) -> None:
-        _write_atomically(self.summary_path, text)
+        """Write the summary whole (through a temporary file).
+
+        Raises:
+            DataError: It cannot be written (a full disk); the message names the file and the errno.
+        """
+        try:
+            _write_atomically(self.summary_path, text)
+        except OSError as e:
+            raise DataError(f"cannot write {self.summary_path}: [Errno {e.errno}] {e.strerror}") from e
 
     def _read_record(self) -> dict[str, Any]:
         try:

@@ -7,16 +7,17 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tqdm import tqdm
 
-from agentgym.errors import AgentgymError, DataError, PolicyError
+from agentgym.errors import AgentgymError, DataError, EnvError, PolicyError
 from agentgym.evaluation.executors import Executor, RunSpec, get_executor
 from agentgym.evaluation.metrics import Summary, summarize
 from agentgym.evaluation.runfile import RunFiles, run_identity
+from agentgym.evaluation.sink import RowSink, RowWriteError
 from agentgym.policies.base import Policy
-from agentgym.registry import make
+from agentgym.registry import arguments, make
 from agentgym.types import Task, Trajectory
 
 #: Outcomes that count as done on ``resume``; ``error`` and ``cancelled`` episodes are played again.
@@ -62,7 +63,10 @@ async def evaluate(
     ``out`` was made by the same run (env, env arguments, policy settings, agentgym version, and
     every task it played among ``tasks``, unchanged). The summary is written next to ``out`` as
     ``<name>.summary.json``. Without ``resume`` or ``overwrite``, an ``out`` that holds this same
-    run with every episode finished is not played again: its summary is returned, nothing written.
+    run with every episode finished is not played again: its summary is returned, nothing written. One
+    run at a time writes ``out``: it is locked for the whole run (:mod:`agentgym.evaluation.runlock`).
+    Cancelled (Ctrl-C, a signal), the run records running episodes as ``cancelled`` and writes the
+    summary of what it recorded before the cancellation propagates.
 
     Episodes are played by ``executor`` (see :mod:`agentgym.evaluation.executors`): in this process
     by default, or on a Ray cluster (``"ray"``, or a configured ``RayExecutor``). Either way only
@@ -97,8 +101,9 @@ async def evaluate(
     Raises:
         ValueError: ``limit``, ``samples`` or ``concurrency`` is below 1.
         AgentgymError: Something checked before the first episode is wrong; nothing was played.
-        RunStopped: The policy failed in a way no later episode can get past (a refused API key);
-            finished episodes are in ``out``, and ``resume`` continues once it is fixed.
+        RunStopped: The policy failed in a way no later episode can get past (a refused API key), or
+            a row or the summary could not be written (a full disk); finished episodes are in
+            ``out``, and ``resume`` continues once it is fixed.
     """
     for name, value in (("limit", limit), ("samples", samples), ("concurrency", concurrency)):
         if value is not None and value < 1:
@@ -109,12 +114,11 @@ async def evaluate(
     env_kwargs = dict(env_kwargs or {})
     chosen = get_executor(executor)
 
-    if tasks is None:
-        probe = make(env_id, **env_kwargs)
-        try:
-            tasks = list(probe.tasks())
-        finally:
-            await probe.close()
+    probe = make(env_id, **env_kwargs)  # built once even when tasks are given: its arguments are checked here
+    try:
+        tasks = list(tasks) if tasks is not None else _builtin_tasks(env_id, probe, env_kwargs)
+    finally:
+        await probe.close()
     task_set = list(tasks)  # before the limit: a resume may play more of them, but no other
     tasks = list(tasks)[:limit] if limit is not None else list(tasks)
     if not tasks:
@@ -126,13 +130,19 @@ async def evaluate(
     files = RunFiles(out, inputs=inputs) if out is not None else None
     from agentgym.sandboxes import runtime
 
-    async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
-        try:
-            await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
-            return await _play(env_id, policy, env_kwargs, task_set, tasks, jobs, files, chosen, resume=resume,
-                               overwrite=overwrite, progress=progress, progress_interval=progress_interval)
-        finally:
-            await chosen.close()
+    if files is not None:
+        files.lock.acquire()  # one writer per run file, from before it is read until the run has ended
+    try:
+        async with runtime.scope():  # the run's sandboxes, closed with it unless the caller opened the runtime
+            try:
+                await chosen.prepare(RunSpec(env_id, policy, env_kwargs, concurrency, turn_timeout, episode_timeout))
+                return await _play(env_id, policy, env_kwargs, task_set, tasks, jobs, files, chosen, resume=resume,
+                                   overwrite=overwrite, progress=progress, progress_interval=progress_interval)
+            finally:
+                await chosen.close()
+    finally:
+        if files is not None:
+            files.lock.release()
 
 
 async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_set: list[Task], tasks: list[Task],
@@ -140,7 +150,7 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_se
                 overwrite: bool, progress: bool, progress_interval: float) -> tuple[Summary, list[Trajectory]]:
     """Open the run's files, have ``executor`` play what is not done yet, write each episode as it ends."""
     done: dict[tuple[str, int | None], Trajectory] = {}
-    sink: IO[str] | None = None
+    sink: RowSink | None = None
     identity = run_identity(env_id, env_kwargs, policy)
     if files is not None and not (resume or overwrite):
         finished = _finished_before(files, identity, task_set, jobs)
@@ -160,15 +170,19 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_se
     results = dict(done)
     successes = sum(t.success for t in done.values())  # kept as a count: a recount per episode is quadratic
     fatal: list[PolicyError] = []
+    unwritable: list[RowWriteError] = []
 
     def on_result(t: Trajectory, error: PolicyError | None) -> None:
         nonlocal successes
         successes += t.success - (results[_key(t)].success if _key(t) in results else 0)
         results[_key(t)] = t
-        if sink is not None:
+        if sink is not None and not unwritable:
             # One small line per finished episode: a plain blocking write keeps the file ordered.
-            sink.write(t.model_dump_json() + "\n")
-            sink.flush()
+            try:
+                sink.write(t.model_dump_json() + "\n")
+            except RowWriteError as e:  # a full disk: stop now, every row before this one intact
+                unwritable.append(e)
+                runner.cancel()
         bar.update(1)
         bar.set_postfix(success=f"{successes}/{len(results)}")
         if error is not None and not fatal:
@@ -192,7 +206,14 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_se
         await runner
     except asyncio.CancelledError:
         current = asyncio.current_task()
-        if not fatal or (current is not None and current.cancelling()):
+        interrupted = current is not None and current.cancelling() > 0
+        if unwritable:
+            e = unwritable[0]
+            raise RunStopped(f"{e}; the {len(done) + e.rows} row(s) before it are intact: free some space and rerun "
+                             "with --resume") from e.error
+        if interrupted and files is not None:  # Ctrl-C, SIGTERM: the summary of what was recorded, cancelled too
+            _write_summary(files, results, jobs, env_id, policy, started)
+        if not fatal or interrupted:
             raise
         raise RunStopped(f"stopped after {len(results) - len(done)} episode(s): {fatal[0]}; nothing later "
                          "could succeed. Fix it and rerun with --resume") from fatal[0]
@@ -202,10 +223,30 @@ async def _play(env_id: str, policy: Policy, env_kwargs: dict[str, Any], task_se
             ticker.cancel()
         if sink is not None:
             sink.close()
-    trajectories = [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]
+    if files is None:
+        trajectories = _in_order(results, jobs)
+        return summarize(trajectories, env=env_id, policy=policy.name, wall_seconds=time.monotonic() - started), \
+            trajectories
+    return _write_summary(files, results, jobs, env_id, policy, started)
+
+
+def _in_order(results: dict[tuple[str, int | None], Trajectory], jobs: list[tuple[Task, int]]) -> list[Trajectory]:
+    return [results[k] for k in ((t.id, s) for t, s in jobs) if k in results]
+
+
+def _write_summary(files: RunFiles, results: dict[tuple[str, int | None], Trajectory], jobs: list[tuple[Task, int]],
+                   env_id: str, policy: Policy, started: float) -> tuple[Summary, list[Trajectory]]:
+    """Summarise the recorded episodes in the order of ``jobs`` and write the summary beside the run.
+
+    Raises:
+        RunStopped: The summary cannot be written (a full disk): every row is in the trajectories file.
+    """
+    trajectories = _in_order(results, jobs)
     summary = summarize(trajectories, env=env_id, policy=policy.name, wall_seconds=time.monotonic() - started)
-    if files is not None:
+    try:
         files.write_summary(summary.model_dump_json(indent=2) + "\n")
+    except DataError as e:
+        raise RunStopped(f"{e}; every episode is in {files.path}: free some space and rerun with --resume") from e
     return summary, trajectories
 
 
@@ -224,6 +265,16 @@ def _finished_before(files: RunFiles, identity: dict[str, Any], tasks: list[Task
     if held is None or any((task.id, s) not in finished for task, s in jobs):
         return None
     return [finished[(task.id, s)] for task, s in jobs]
+
+
+def _builtin_tasks(env_id: str, env: Any, env_kwargs: dict[str, Any]) -> list[Task]:
+    """``env.tasks()``, with an error of the env's own (a ``tasks_path`` that is no path) said as the caller's."""
+    try:
+        return list(env.tasks())
+    except AgentgymError:
+        raise
+    except Exception as e:
+        raise EnvError(f"{env_id}: cannot list its tasks with {arguments(env_kwargs)}: {type(e).__name__}: {e}") from e
 
 
 def _refuse_duplicate_ids(tasks: Sequence[Task]) -> None:

@@ -5,6 +5,12 @@ import the same agentgym), the head with a temporary directory of its own; stopp
 groups (``--block`` also spawns a reaper that takes the node's processes down with it). ``ray stop``
 is never used: it stops every Ray process on the machine, other people's too.
 
+A watchdog process (:data:`WATCHDOG`) stops them as well if the process that started the cluster
+dies without stopping it (a test run killed, SIGKILL included): it holds the read end of a pipe
+whose only write end is the starter's, is told each node's process group through it, and on end
+of file (the starter gone, however it died) kills those groups and removes the temporary
+directory. A cluster stopped as usual tells it so first, and it exits without killing anything.
+
     with LocalRayCluster(nodes=2) as cluster:
         evaluate(..., executor=RayExecutor(cluster.address))
 """
@@ -30,6 +36,26 @@ RAY = [sys.executable, "-c", "from ray.scripts.scripts import main; main()", "st
 ENV = {"RAY_AUTH_MODE": "disabled"}
 START_TIMEOUT = 240.0  # ray start on a busy 2-core machine takes 20-100 s
 
+WATCHDOG = r"""
+import os, shutil, signal, sys, time
+groups, temp = [], sys.argv[1]
+for line in sys.stdin:
+    if line.strip() == "stopped":
+        sys.exit(0)
+    groups.append(int(line))
+for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 0)):
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{g}") for g in groups):
+        time.sleep(0.2)
+shutil.rmtree(temp, ignore_errors=True)
+"""
+"""Run as ``python -c WATCHDOG TEMP`` with the pipe on stdin: each line a process group, ``stopped`` to stand down."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -52,9 +78,17 @@ class LocalRayCluster:
         self.start_seconds: list[float] = []
         self._temp = Path()
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._tell: int | None = None  # the write end of the watchdog's pipe
 
     def start(self) -> None:
         self._temp = Path(tempfile.mkdtemp(prefix="agr-"))  # short: Ray's unix sockets live under it
+        read, self._tell = os.pipe()  # not inherited by the nodes: the starter alone holds the write end
+        try:
+            self._watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(self._temp)], stdin=read,
+                                              start_new_session=True)  # a Ctrl-C to the starter's group spares it
+        finally:
+            os.close(read)
         port = free_port()
         self.address = f"127.0.0.1:{port}"
         cpus = ["--num-cpus", str(self.cpus_per_node)]
@@ -71,6 +105,7 @@ class LocalRayCluster:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                     env={**os.environ, **ENV})
         self._procs.append(proc)
+        self._tell_watchdog(f"{proc.pid}\n")  # start_new_session: its pid is its process group
         while time.monotonic() - started < START_TIMEOUT:
             text = log.read_text(errors="replace")
             if "Ray runtime started" in text or "block forever" in text:
@@ -92,6 +127,19 @@ class LocalRayCluster:
                     break
         self._procs = []
         shutil.rmtree(self._temp, ignore_errors=True)
+        self._tell_watchdog("stopped\n")
+        if self._tell is not None:
+            os.close(self._tell)
+            self._tell = None
+        if self._watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._watchdog.wait(10)
+            self._watchdog = None
+
+    def _tell_watchdog(self, line: str) -> None:
+        if self._tell is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._tell, line.encode())
 
     def __enter__(self) -> LocalRayCluster:
         try:

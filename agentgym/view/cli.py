@@ -82,6 +82,17 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    """An argparse type for a TCP port: 0 (any free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {port}")
+    return port
+
+
 def add_commands(sub: Any) -> None:
     """Add ``view`` and ``export`` to the ``agentgym`` command's subparsers."""
     view = sub.add_parser("view", help="write an HTML report of runs (plots, comparisons, every episode)")
@@ -93,7 +104,7 @@ def add_commands(sub: Any) -> None:
                            "default: every pair of runs of one env")
     view.add_argument("--serve", action="store_true",
                       help="then serve it on 127.0.0.1 until Ctrl-C, rebuilt as the runs grow (a run in progress)")
-    view.add_argument("--port", type=int, default=8765, help="port for --serve (0: any free port)")
+    view.add_argument("--port", type=_port, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func=_needs_view_extra(_cmd_view))
 
     ex = sub.add_parser("export", help="convert runs to a Hugging Face dataset or parquet, and back")

@@ -14,6 +14,7 @@ Plots are embedded as plotly JSON beside empty cells, and drawn by the page once
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import html
 import json
@@ -24,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from agentgym.errors import reason_line
+from agentgym.errors import DataError, reason_line
 from agentgym.evaluation.metrics import cost_text
 from agentgym.types import Trajectory
 from agentgym.view import plots
@@ -288,10 +289,22 @@ def build_report(runs: list[Run], *, title: str | None = None, baseline: str | N
 
 
 def write_report(runs: list[Run], out: str | Path, *, title: str | None = None, baseline: str | None = None) -> Path:
-    """Write the report to ``out`` (parent folders are made; written whole, then renamed) and return its path."""
+    """Write the report to ``out`` (parent folders are made; written whole, then renamed) and return its path.
+
+    Raises:
+        DataError: ``out`` is a directory, or cannot be written (the message names it and why).
+    """
     path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() or not path.name:
+        raise DataError(f"{out} is a directory; --out takes the report's file name, e.g. {path / 'report.html'}")
+    text = build_report(runs, title=title, baseline=baseline)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(build_report(runs, title=title, baseline=baseline), encoding="utf-8")
-    partial.replace(path)  # a server reading the report never sees half of one
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)  # a server reading the report never sees half of one
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise DataError(f"cannot write {path}: {e.strerror or e}") from e
     return path

@@ -114,7 +114,10 @@ def make_server(live: LiveReport, port: int = 0) -> http.server.ThreadingHTTPSer
 
 def serve(live: LiveReport, port: int = 0, *, announce: Callable[[str], None] = print) -> None:
     """Serve the report until interrupted; ``announce`` gets the URL once the socket listens."""
-    server = make_server(live, port)
+    try:
+        server = make_server(live, port)
+    except OSError as e:  # the port is taken, or below 1024 for a user
+        raise DataError(f"cannot serve on {HOST}:{port}: {e.strerror or e}") from e
     try:
         announce(f"http://{HOST}:{server.server_address[1]}/")
         server.serve_forever()
