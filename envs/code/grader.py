@@ -248,7 +248,7 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
     prompt_classes = {name: value for name, value in namespace.items()
                       if isinstance(value, type) and issubclass(value, BaseException)}
     try:
-        exec(compile(spec["setup"], "<test>", "exec"), namespace)
+        exec(compile(spec["setup"], "<test>", "exec", dont_inherit=True), namespace)
     except BaseException as e:
         channel.send("task_error", "the task's test code failed before check ran: " + _describe(e))
         return
@@ -261,7 +261,7 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
         relay.failure = None
         error = None
         try:
-            exec(compile(code, "<test>", "exec"), namespace)
+            exec(compile(code, "<test>", "exec", dont_inherit=True), namespace)
         except BaseException as e:
             error = _describe(e)
         if error is None and relay.failure is not None:
@@ -421,53 +421,57 @@ class Relay:
         read = message.get("stdin_read", 0)
         if stdin is not None and type(read) is int and 0 < read <= len(stdin[1]):
             stdin[0].seek(stdin[0].tell() + read)
-        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
-            text = message.get(key)
+        printed = message.get("printed", [])
+        if not isinstance(printed, list):
+            raise plain.NotPlain("malformed output")
+        for stream, text in printed:  # in the order the candidate wrote them
             if isinstance(text, str):
-                stream.write(text)
-        for name, bases, text, line, module, qualname in message.get("warnings", [])[:100]:
-            category = self._class(name, bases, Warning, UserWarning, module, qualname)
+                (sys.stderr if stream == 1 else sys.stdout).write(text)
+        for classes, text, line in message.get("warnings", [])[:100]:
+            category = self._class(classes, Warning, UserWarning)
             warnings.warn_explicit(str(text), category, "<submission>", int(line), module=MODULE_NAME,
                                    registry=self.warned)
 
-    def _class(self, name: Any, bases: Any, root: type[BaseException], default: type[BaseException],
-               module: Any = "", qualname: Any = "") -> Any:
-        """The class named ``name``: the prompt's; the one of a module the tests imported (``json.JSONDecodeError``);
-        a built-in; or one made under its nearest built-in base."""
-        if not isinstance(name, str) or not isinstance(bases, list):
+    def _class(self, classes: Any, root: type[BaseException], default: type[BaseException]) -> Any:
+        """The class the submission's ``classes`` (its MRO, as ``[name, origin, module, qualname]``, see
+        ``submission._origins``) stands for, as a test in its program would catch it: the very class
+        where a name of the test's reaches it (a built-in, the prompt's, a module's the tests imported),
+        else one made under the nearest base that is one of those. A class of the same name that is
+        not that one (a ``ValueError`` defined inside the candidate) is not taken for it."""
+        if not isinstance(classes, list) or not classes or not all(
+                isinstance(c, list) and len(c) == 4 and all(isinstance(p, str) for p in c) for c in classes):
             raise plain.NotPlain("a malformed class")
-        own = self.prompt_classes.get(name)
-        if own is not None and issubclass(own, root):
-            return own
-        imported = _imported_class(module, qualname)
-        if imported is not None and issubclass(imported, root):
-            return imported
-        for base in bases[:50]:
-            cls = getattr(builtins, base, None) if isinstance(base, str) else None
-            if isinstance(cls, type) and issubclass(cls, root):
-                if cls.__name__ == name or not name.isidentifier():
-                    return cls
-                return type(name, (cls,), {"__module__": MODULE_NAME})
-        return type(name if name.isidentifier() else "CandidateError", (default,), {"__module__": MODULE_NAME})
+        name = classes[0][0] if classes[0][0].isidentifier() else "CandidateError"
+        for index, (base, origin, module, qualname) in enumerate(classes[:50]):
+            found: Any = None
+            if origin == "builtin":
+                found = getattr(builtins, base, None)
+            elif origin == "global":
+                found = self.prompt_classes.get(base, getattr(builtins, base, None))
+            elif origin == "module":
+                found = _imported_class(module, qualname)
+            if isinstance(found, type) and issubclass(found, root):
+                return found if index == 0 else type(name, (found,), {"__module__": MODULE_NAME})
+        return type(name, (default,), {"__module__": MODULE_NAME})
 
     def _rebuild(self, raised: Any, op: str) -> BaseException:
         """The exception the submission raised, as the test would have caught it.
 
-        Its class is the prompt's when the prompt defines one by that name, else the built-in one,
-        else a class of that name under its nearest built-in base (``except ValueError`` catches a
-        ``MyError(ValueError)``); its ``args`` and attributes are the original's where they are plain
-        data. Exits and interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions
+        Its class is found by identity (:meth:`_class`): the built-in, the prompt's or an imported
+        module's class it is, else a class of its name under its nearest such base (``except ValueError``
+        catches a ``MyError(ValueError)``); its ``args`` and attributes are the original's where they
+        are plain data. Exits and interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions
         a test could catch; so is ``StopIteration`` except from ``next()``, which would otherwise end a
         test's loop early (``all(map(lambda x: candidate(x) == f(x), xs))`` would pass having checked nothing).
         """
         if not isinstance(raised, dict):
             raise plain.NotPlain("a malformed exception")
-        name, message = raised.get("type"), raised.get("message")
+        message = raised.get("message")
         if not isinstance(message, str):
             raise plain.NotPlain("a malformed exception")
         message = message[:MESSAGE_CHARS]
-        cls = self._class(name, raised.get("bases"), BaseException, Exception, raised.get("module"),
-                          raised.get("qualname"))
+        cls = self._class(raised.get("classes"), BaseException, Exception)
+        name = cls.__name__
         stops = issubclass(cls, (StopIteration, StopAsyncIteration)) and not (op == "next" and cls is StopIteration)
         if not issubclass(cls, Exception) or stops:
             return CandidateFailure(f"the candidate raised {name}: {message}")
@@ -567,14 +571,14 @@ def _failure(message: dict[str, Any], reply_bytes: int) -> str:
 def _run_prompt(prompt: str, namespace: dict[str, Any]) -> None:
     """Define the prompt's helpers (task data, not the submission's); a prompt that is not code gives its imports."""
     try:
-        exec(compile(prompt, "<prompt>", "exec"), namespace)
+        exec(compile(prompt, "<prompt>", "exec", dont_inherit=True), namespace)
         return
     except BaseException:
         pass
     for line in prompt.splitlines():
         if line.startswith(("import ", "from ")):
             try:
-                exec(compile(line, "<prompt>", "exec"), namespace)
+                exec(compile(line, "<prompt>", "exec", dont_inherit=True), namespace)
             except BaseException:
                 pass
 

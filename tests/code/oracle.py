@@ -22,13 +22,13 @@ sys.stdout = sys.stderr = quiet
 sys.stdin = open(os.devnull)
 namespace = {"__name__": "solution"}
 try:
-    exec(compile(job["prompt"], "<prompt>", "exec"), namespace)
+    exec(compile(job["prompt"], "<prompt>", "exec", dont_inherit=True), namespace)
 except BaseException:
     pass
 try:
-    exec(compile(job["solution"], "<submission>", "exec"), namespace)
+    exec(compile(job["solution"], "<submission>", "exec", dont_inherit=True), namespace)
 except IndentationError:
-    exec(compile(job["prompt"] + job["solution"], "<submission>", "exec"), namespace)
+    exec(compile(job["prompt"] + job["solution"], "<submission>", "exec", dont_inherit=True), namespace)
 function = namespace[job["entry_point"]]
 calls = [0]
 
@@ -44,14 +44,14 @@ class Counted:
         return getattr(function, name)
 
 
-exec(compile(job["setup"], "<test>", "exec"), namespace)
+exec(compile(job["setup"], "<test>", "exec", dont_inherit=True), namespace)
 for name in (job["parameter"], job["entry_point"]):
     if name:
         namespace[name] = Counted()
 tests = []
 for source, code, is_test in job["statements"]:
     try:
-        exec(compile(code, "<test>", "exec"), namespace)
+        exec(compile(code, "<test>", "exec", dont_inherit=True), namespace)
         error = None
     except BaseException as e:
         error = f"{type(e).__name__}: {e}"[:300]

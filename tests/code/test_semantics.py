@@ -23,7 +23,11 @@ from agentgym.envs.code.testplan import plan
 from agentgym.sandboxes import Sandbox, acquire
 from tests.conftest import docker_or_skip
 
-from .semantics_corpus import SHAPES, Shape
+from . import semantics_users
+from .semantics_corpus import SHAPES as CALL_SHAPES
+from .semantics_corpus import Shape
+
+SHAPES = CALL_SHAPES + semantics_users.SHAPES
 
 ORACLE = (Path(__file__).parent / "oracle.py").read_text(encoding="utf-8")
 CONCURRENCY = 4
