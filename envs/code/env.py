@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.env import Dodge, Env
-from agentgym.errors import ToolError
+from agentgym.errors import DataError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
 from agentgym.types import Reward, Task
 
-from .grading import Report, verify
+from .grading import GRADING_MODES, Report, verify
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
 from .verifier import DEFAULT_TIMEOUT, PassesTests
@@ -44,22 +44,29 @@ class CodeEnv(Env):
     release_before_scoring = True  # the tests get sandboxes of their own
 
     def __init__(self, *, tasks_path: str | Path | None = None, verify_timeout: float = DEFAULT_TIMEOUT,
-                 **kwargs: Any) -> None:
+                 grading: str = "isolated", **kwargs: Any) -> None:
         """
         Args:
             tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
             verify_timeout: Seconds the submission and its tests may take in all; past it the tests
                 left fail (the verifier's, when it is the class's :class:`PassesTests`).
+            grading: How the task set is graded, for rows that do not say: ``isolated`` (the
+                submission and the tests in two sandboxes) or ``inprocess`` (one interpreter, as plain
+                Python, tampering detected); docs/threat-model.md, "Grading modes". Every reward's
+                ``info["grading"]`` says which graded it.
             **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
         super().__init__(**kwargs)
+        if grading not in GRADING_MODES:
+            raise DataError(f"grading must be one of {', '.join(GRADING_MODES)}, got {grading!r}")
         self.tasks_path = tasks_path
         self.verify_timeout = verify_timeout
+        self.grading = grading
         if self._verifier is None and isinstance(type(self).verifier, PassesTests):
-            self._verifier = PassesTests(timeout=verify_timeout)
+            self._verifier = PassesTests(timeout=verify_timeout, grading=grading)
 
     def tasks(self) -> Sequence[Task]:
-        return self.load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+        return load_tasks(self.tasks_path, grading=self.grading) if self.tasks_path else _humaneval()
 
     @classmethod
     def load_tasks(cls, path: str | Path) -> list[Task]:
@@ -126,7 +133,8 @@ class CodeEnv(Env):
             DataError: The task's tests cannot grade anything (no ``check``, no test statement).
         """
         return await verify(task.data, solution, sandbox=self.sandbox_backend, image=self.sandbox_image,
-                            timeout=self.verify_timeout, runtime=self.sandbox_runtime())
+                            timeout=self.verify_timeout, runtime=self.sandbox_runtime(),
+                            grading=task.data.get("grading") or self.grading)
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:

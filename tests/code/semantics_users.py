@@ -164,4 +164,177 @@ check(cube)
         ("def cube(x):\n    return x ** 3\n",),
         ("def cube(x):\n    return x * x * abs(x)\n",),
     ),
+    Shape(
+        "a LeetCode linked list",
+        "class ListNode:\n    def __init__(self, val=0, next=None):\n        self.val = val\n        self.next = next\n\n\n"
+        "def reverse_list(head):\n    \"\"\"Reverse the singly linked list; return its new head.\"\"\"\n",
+        """
+def build(values):
+    head = None
+    for v in reversed(values):
+        head = ListNode(v, head)
+    return head
+
+
+def values(node):
+    out = []
+    while node is not None:
+        out.append(node.val)
+        node = node.next
+    return out
+
+
+def check(candidate):
+    for n in range(8):
+        assert values(candidate(build(list(range(n))))) == list(range(n))[::-1]
+    node = build([1, 2])
+    second = node.next
+    assert candidate(node) is second
+""",
+        "reverse_list",
+        ("def reverse_list(head):\n    prev = None\n    while head:\n        head.next, prev, head = prev, head, head.next\n    return prev\n",),
+        ("def reverse_list(head):\n    vals = []\n    while head:\n        vals.append(head.val)\n        head = head.next\n"
+         "    out = None\n    for v in vals:\n        out = ListNode(v, out)\n    return out\n",
+         "def reverse_list(head):\n    return head\n"),
+        grading="inprocess",
+    ),
+    Shape(
+        "a key function and a comparator as arguments",
+        "def order(xs: list, key) -> list:\n    \"\"\"xs sorted by key, stable.\"\"\"\n",
+        """
+import functools
+
+
+def check(candidate):
+    words = ["bb", "a", "ccc", "dd", "e"]
+    assert candidate(words, key=len) == ["a", "e", "bb", "dd", "ccc"]
+    assert candidate(words, key=functools.cmp_to_key(lambda a, b: (a > b) - (a < b))) == sorted(words)
+    assert candidate(list(range(10)), key=lambda x: -x) == list(range(9, -1, -1))
+""",
+        "order",
+        ("def order(xs, key):\n    return sorted(xs, key=key)\n",),
+        ("def order(xs, key):\n    return sorted(xs)\n",),
+        grading="inprocess",
+    ),
+    Shape(
+        "a callback checked with a mock",
+        "def notify_all(users: list, send) -> int:\n    \"\"\"Call send(user) once for each user; return how many.\"\"\"\n",
+        """
+from unittest import mock
+
+
+def check(candidate):
+    send = mock.Mock()
+    assert candidate(["a", "b"], send) == 2
+    send.assert_has_calls([mock.call("a"), mock.call("b")])
+    assert send.call_count == 2
+    empty = mock.Mock()
+    candidate([], empty)
+    empty.assert_not_called()
+""",
+        "notify_all",
+        ("def notify_all(users, send):\n    for u in users:\n        send(u)\n    return len(users)\n",),
+        ("def notify_all(users, send):\n    for u in users:\n        send(u)\n        send(u)\n    return len(users)\n",
+         "def notify_all(users, send):\n    return len(users)\n"),
+        grading="inprocess",
+    ),
+    Shape(
+        "process state the candidate must leave as it was",
+        "def shuffled(xs: list, seed: int) -> list:\n    \"\"\"A copy of xs shuffled with its own Random(seed); the global random state untouched.\"\"\"\n",
+        """
+import os
+import random
+
+
+def check(candidate):
+    random.seed(7)
+    state = random.getstate()
+    cwd, env = os.getcwd(), dict(os.environ)
+    out = candidate(list(range(20)), 3)
+    assert sorted(out) == list(range(20))
+    assert out == candidate(list(range(20)), 3)
+    assert random.getstate() == state
+    assert os.getcwd() == cwd and dict(os.environ) == env
+""",
+        "shuffled",
+        ("import random\ndef shuffled(xs, seed):\n    out = list(xs)\n    random.Random(seed).shuffle(out)\n    return out\n",),
+        ("import random\ndef shuffled(xs, seed):\n    random.seed(seed)\n    out = list(xs)\n    random.shuffle(out)\n    return out\n",
+         "import os, random\ndef shuffled(xs, seed):\n    os.environ['SEEDED'] = '1'\n    out = list(xs)\n    random.Random(seed).shuffle(out)\n    return out\n"),
+        grading="inprocess",
+    ),
+    Shape(
+        "a randomised test seeded by the test",
+        "def pick(xs: list) -> int:\n    \"\"\"random.choice(xs), from the global random state.\"\"\"\n",
+        """
+import random
+
+
+def check(candidate):
+    for seed in range(10):
+        random.seed(seed)
+        got = candidate([1, 2, 3, 4, 5])
+        random.seed(seed)
+        assert got == random.choice([1, 2, 3, 4, 5])
+""",
+        "pick",
+        ("import random\ndef pick(xs):\n    return random.choice(xs)\n",),
+        ("import random\ndef pick(xs):\n    return random.Random(0).choice(xs)\n",),
+        grading="inprocess",
+    ),
+    Shape(
+        "files the test writes and the candidate reads",
+        "def count_lines(path: str) -> int:\n    \"\"\"How many lines the file at path has.\"\"\"\n",
+        """
+def check(candidate):
+    for n in range(6):
+        with open("data.txt", "w") as f:
+            f.write("x\\n" * n)
+        assert candidate("data.txt") == n
+""",
+        "count_lines",
+        ("def count_lines(path):\n    with open(path) as f:\n        return sum(1 for _ in f)\n",),
+        ("def count_lines(path):\n    with open(path) as f:\n        return f.read().count('x') + 1\n",),
+        grading="inprocess",
+    ),
+    Shape(
+        "a namedtuple and a test-defined class as arguments",
+        "from collections import namedtuple\n\nPoint = namedtuple('Point', 'x y')\n\n\n"
+        "def norm1(p) -> int:\n    \"\"\"|p.x| + |p.y|.\"\"\"\n",
+        """
+class Pt:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def check(candidate):
+    for x in range(-3, 4):
+        assert candidate(Point(x, 2 * x)) == 3 * abs(x)
+        assert candidate(Pt(x, -x)) == 2 * abs(x)
+""",
+        "norm1",
+        ("def norm1(p):\n    return abs(p.x) + abs(p.y)\n",),
+        ("def norm1(p):\n    return abs(p.x + p.y)\n",),
+        grading="inprocess",
+    ),
+    Shape(
+        "a stateful object whose getter must not leak its list",
+        "class Stack:\n    \"\"\"push(x), pop(), items() -> a copy of the items, bottom first.\"\"\"\n",
+        """
+def check(candidate):
+    s = candidate()
+    for k in range(5):
+        s.push(k)
+    view = s.items()
+    view.append(99)
+    assert s.items() == [0, 1, 2, 3, 4]
+    assert s.pop() == 4 and s.items() == [0, 1, 2, 3]
+    assert isinstance(s, Stack)
+""",
+        "Stack",
+        ("class Stack:\n    def __init__(self):\n        self._xs = []\n    def push(self, x):\n        self._xs.append(x)\n"
+         "    def pop(self):\n        return self._xs.pop()\n    def items(self):\n        return list(self._xs)\n",),
+        ("class Stack:\n    def __init__(self):\n        self._xs = []\n    def push(self, x):\n        self._xs.append(x)\n"
+         "    def pop(self):\n        return self._xs.pop()\n    def items(self):\n        return self._xs\n",),
+        grading="inprocess",
+    ),
 ]
