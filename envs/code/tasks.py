@@ -60,8 +60,8 @@ def _task_from_row(row: dict[str, Any], default_grading: str = "isolated") -> Ta
         if not isinstance(value, str) and not (key == "canonical_solution" and value is None):
             raise ValueError(f"{key} must be a string, got {json.dumps(value)[:60]}")
     grading = row.get("grading")
-    if grading is not None and grading not in ("isolated", "inprocess"):
-        raise ValueError(f"grading must be \"isolated\" or \"inprocess\", got {json.dumps(grading)[:60]}")
+    if grading is not None and grading not in ("isolated", "inprocess", "auto"):
+        raise ValueError(f"grading must be \"isolated\", \"inprocess\" or \"auto\", got {json.dumps(grading)[:60]}")
     try:
         plan(row["test"], row["entry_point"], grading or default_grading)
     except TaskError as e:
