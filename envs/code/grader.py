@@ -253,7 +253,7 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
         channel.send("task_error", "the task's test code failed before check ran: " + _describe(e))
         return
     relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes)
-    candidate = relay.remote([0, "function"])
+    candidate = relay.remote([0, "function", "ch"])
     for name in (spec["parameter"], spec["entry_point"]):
         if name:
             namespace[name] = candidate
@@ -314,12 +314,12 @@ class Relay:
 
     def remote(self, payload: Any) -> Remote:
         """The proxy for the submission's object ``[handle, type name]``: one per handle."""
-        if not (isinstance(payload, list) and len(payload) == 2 and type(payload[0]) is int
-                and isinstance(payload[1], str)):
+        if not (isinstance(payload, list) and len(payload) == 3 and type(payload[0]) is int
+                and isinstance(payload[1], str) and isinstance(payload[2], str)):
             raise plain.NotPlain("a malformed handle")
         found = self.remotes.get(payload[0])
         if found is None:
-            found = self.remotes[payload[0]] = Remote(self, payload[0], payload[1][:100])
+            found = self.remotes[payload[0]] = _stand_in(payload[2])(self, payload[0], payload[1][:100])
         return found
 
     def ask(self, target: Remote, op: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
@@ -495,9 +495,10 @@ class Relay:
 
 class Remote:
     """Stands for an object of the submission's (the candidate itself, a generator or an instance it
-    returned): calls, attributes, iteration, ``len``, ``bool``, ``str``, ``repr``, ``in`` and ``[]``
-    are carried to it. Comparisons are not: the grader never asks the submission whether its object
-    equals something, so a remote object equals only itself."""
+    returned): attributes, ``bool``, ``str``, ``repr`` and, where the real object's type has them
+    (:func:`_stand_in`), calls, iteration, ``len``, ``in``, ``[]`` and ``with`` are carried to it.
+    Comparisons are not: the grader never asks the submission whether its object equals something, so
+    a remote object equals only itself."""
 
     __slots__ = ("_agentgym_handle", "_agentgym_relay", "_agentgym_type")
 
@@ -505,9 +506,6 @@ class Remote:
         object.__setattr__(self, "_agentgym_relay", relay)
         object.__setattr__(self, "_agentgym_handle", handle)
         object.__setattr__(self, "_agentgym_type", kind)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._agentgym_relay.ask(self, "call", args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return self._agentgym_relay.ask(self, "getattr", name=name)
@@ -518,23 +516,8 @@ class Remote:
     def __delattr__(self, name: str) -> None:
         self._agentgym_relay.ask(self, "delattr", name=name)
 
-    def __iter__(self) -> Any:
-        return self._agentgym_relay.ask(self, "iter")
-
-    def __next__(self) -> Any:
-        return self._agentgym_relay.ask(self, "next")
-
-    def __len__(self) -> int:
-        return self._agentgym_relay.ask(self, "len")  # type: ignore[no-any-return]
-
     def __bool__(self) -> bool:
         return self._agentgym_relay.ask(self, "bool")  # type: ignore[no-any-return]
-
-    def __contains__(self, item: Any) -> bool:
-        return self._agentgym_relay.ask(self, "contains", (item,))  # type: ignore[no-any-return]
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._agentgym_relay.ask(self, "getitem", (key,))
 
     def __str__(self) -> str:
         return self._agentgym_relay.ask(self, "str")  # type: ignore[no-any-return]
@@ -543,6 +526,51 @@ class Remote:
         return self._agentgym_relay.ask(self, "repr")  # type: ignore[no-any-return]
 
     __hash__ = object.__hash__
+
+    @property
+    def __doc__(self) -> Any:  # type: ignore[override]
+        return self._agentgym_relay.ask(self, "getattr", name="__doc__")
+
+
+def _call(self: Remote, *args: Any, **kwargs: Any) -> Any:
+    return self._agentgym_relay.ask(self, "call", args, kwargs)
+
+
+def _enter(self: Remote) -> Any:
+    return self._agentgym_relay.ask(self, "getattr", name="__enter__")()
+
+
+def _exit(self: Remote, *exc: Any) -> Any:
+    return self._agentgym_relay.ask(self, "getattr", name="__exit__")(*[None] * 3)
+
+
+ABILITIES: dict[str, dict[str, Any]] = {
+    "c": {"__call__": _call},
+    "i": {"__iter__": lambda self: self._agentgym_relay.ask(self, "iter")},
+    "n": {"__next__": lambda self: self._agentgym_relay.ask(self, "next")},
+    "l": {"__len__": lambda self: self._agentgym_relay.ask(self, "len")},
+    "g": {"__getitem__": lambda self, key: self._agentgym_relay.ask(self, "getitem", (key,))},
+    "o": {"__contains__": lambda self, item: self._agentgym_relay.ask(self, "contains", (item,))},
+    "e": {"__enter__": _enter, "__exit__": _exit},
+}
+"""The special methods a stand-in has for each ability letter of the real object's type (``submission._abilities``)."""
+_STAND_INS: dict[str, type[Remote]] = {}
+
+
+def _stand_in(abilities: str) -> type[Remote]:
+    """The proxy class for a real object whose type has ``abilities``: ``callable``, ``iter``,
+    ``isinstance(x, Iterator)``, ``hash`` and ``with`` answer as they would for the real object, not
+    yes for everything."""
+    key = "".join(sorted(set(abilities) & set(ABILITIES) | ({"h"} & set(abilities))))
+    found = _STAND_INS.get(key)
+    if found is None:
+        methods: dict[str, Any] = {"__slots__": (), "__doc__": vars(Remote)["__doc__"]}
+        for letter in key:
+            methods.update(ABILITIES.get(letter, {}))
+        if "h" not in key:
+            methods["__hash__"] = None
+        found = _STAND_INS[key] = type("Remote", (Remote,), methods)
+    return found
 
 
 def _imported_class(module: Any, qualname: Any) -> type[BaseException] | None:

@@ -129,7 +129,7 @@ class Server:
         if handle is None or self.objects[handle] is not value:
             handle = self.handles[id(value)] = len(self.objects)
             self.objects.append(value)
-        return {"handle": [handle, type(value).__name__]}
+        return {"handle": [handle, type(value).__name__, _abilities(value)]}
 
     def _send(self, reply: dict[str, Any]) -> None:
         try:
@@ -182,6 +182,28 @@ def _operate(target: Any, op: str, name: Any, args: list[Any], kwargs: dict[str,
     if single is None:
         raise plain.NotPlain(f"no operation {op!r}")
     return single(target)
+
+
+ABILITIES = (("c", "__call__"), ("i", "__iter__"), ("n", "__next__"), ("l", "__len__"), ("g", "__getitem__"),
+             ("o", "__contains__"), ("e", "__enter__"))
+
+
+def _abilities(value: Any) -> str:
+    """What the value's type can do that the grader's stand-in must answer alike (``callable``,
+    ``Iterator``, ``hash``, ``with``...): a letter for each special method the type defines, and ``h``
+    when its instances are hashable."""
+    kind = type(value)
+    found = "".join(letter for letter, method in ABILITIES if _special(kind, method) is not None)
+    return found + ("h" if _special(kind, "__hash__") is not None else "")
+
+
+def _special(kind: type, method: str) -> Any:
+    """``method`` as the type defines it, looked up in its MRO as Python looks special methods up (not
+    through the metaclass: a class has ``__call__`` from ``type``, its instances do not)."""
+    for klass in kind.__mro__:
+        if method in vars(klass):
+            return vars(klass)[method]
+    return None
 
 
 def _state(value: Any) -> Any:

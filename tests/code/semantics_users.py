@@ -337,4 +337,89 @@ def check(candidate):
          "    def pop(self):\n        return self._xs.pop()\n    def items(self):\n        return self._xs\n",),
         grading="inprocess",
     ),
+    Shape(
+        "callable() of a returned object",
+        "def make_counter():\n    \"\"\"An object (not a function) with incr() and a value attribute, from 0.\"\"\"\n",
+        """
+def check(candidate):
+    c = candidate()
+    assert not callable(c)
+    for k in range(1, 6):
+        c.incr()
+        assert c.value == k
+""",
+        "make_counter",
+        ("class C:\n    def __init__(self):\n        self.value = 0\n    def incr(self):\n        self.value += 1\n\n"
+         "def make_counter():\n    return C()\n",),
+        ("def make_counter():\n    def c():\n        pass\n    c.value = 0\n    def incr():\n        c.value += 1\n"
+         "    c.incr = incr\n    return c\n",),
+    ),
+    Shape(
+        "an iterator, not only an iterable",
+        "def evens(n: int):\n    \"\"\"An iterator over the even numbers below n.\"\"\"\n",
+        """
+from collections.abc import Iterator
+
+
+def check(candidate):
+    for n in range(8):
+        it = candidate(n)
+        assert isinstance(it, Iterator)
+        assert hasattr(it, "__next__")
+        assert list(it) == list(range(0, n, 2))
+""",
+        "evens",
+        ("def evens(n):\n    return (k for k in range(0, n, 2))\n",
+         "def evens(n):\n    return iter(range(0, n, 2))\n"),
+        ("class Evens:\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n        return iter(range(0, self.n, 2))\n\n"
+         "def evens(n):\n    return Evens(n)\n",),
+    ),
+    Shape(
+        "a mutable value object must not be hashable",
+        "def point(x: int, y: int):\n    \"\"\"A mutable point with x, y, equal by value, so not hashable.\"\"\"\n",
+        """
+def check(candidate):
+    p = candidate(1, 2)
+    assert (p.x, p.y) == (1, 2)
+    try:
+        {p: 1}
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("hashable")
+""",
+        "point",
+        ("class P:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __eq__(self, other):\n"
+         "        return (self.x, self.y) == (other.x, other.y)\n\ndef point(x, y):\n    return P(x, y)\n",),
+        ("class P:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n\ndef point(x, y):\n    return P(x, y)\n",),
+    ),
+    Shape(
+        "a context manager returned by the candidate",
+        "def opened(name: str):\n    \"\"\"A context manager: .open is True inside the with block, False after; entering returns itself.\"\"\"\n",
+        """
+def check(candidate):
+    r = candidate("f")
+    with r as inside:
+        assert inside.open
+    assert not r.open
+""",
+        "opened",
+        ("class R:\n    def __init__(self):\n        self.open = False\n    def __enter__(self):\n        self.open = True\n        return self\n"
+         "    def __exit__(self, *exc):\n        self.open = False\n\ndef opened(name):\n    return R()\n",),
+        ("class R:\n    def __init__(self):\n        self.open = True\n\ndef opened(name):\n    return R()\n",
+         "class R:\n    def __init__(self):\n        self.open = False\n    def __enter__(self):\n        self.open = True\n        return self\n"
+         "    def __exit__(self, *exc):\n        pass\n\ndef opened(name):\n    return R()\n"),
+    ),
+    Shape(
+        "the candidate's docstring",
+        "def square(x: int) -> int:\n    \"\"\"x squared.\"\"\"\n",
+        """
+def check(candidate):
+    assert candidate(3) == 9
+    assert candidate.__doc__ is not None and "squared" in candidate.__doc__
+""",
+        "square",
+        ("def square(x):\n    \"\"\"Return x squared.\"\"\"\n    return x * x\n",),
+        ("def square(x):\n    return x * x\n",),
+    ),
 ]
