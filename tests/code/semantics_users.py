@@ -24,8 +24,8 @@ def check(candidate):
         "total",
         ("from dataclasses import dataclass, field\n\n@dataclass\nclass Acc:\n    total: int = 0\n    seen: list = field(default_factory=list)\n\n"
          "def total(xs):\n    a = Acc()\n    for x in xs:\n        a.total += x\n    return a.total\n",
-         "import typing\nfrom dataclasses import dataclass\n\n@dataclass\nclass Acc:\n    total: int = 0\n\n"
-         "def total(xs):\n    assert typing.get_type_hints(Acc) == {'total': int}\n    return sum(xs, Acc().total)\n"),
+         "from dataclasses import dataclass\n\n@dataclass\nclass Acc:\n    total: int = 0\n\n"
+         "def total(xs):\n    assert Acc.__annotations__ == {'total': int}\n    return sum(xs, Acc().total)\n"),
         ("from dataclasses import dataclass\n\n@dataclass\nclass Acc:\n    total: int = 1\n\n"
          "def total(xs):\n    return sum(xs, Acc().total)\n",),
     ),
