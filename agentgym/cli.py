@@ -298,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the package index to download from (default: $AGENTGYM_PYPI_INDEX, else pip's)")
     fetch.set_defaults(func=_cmd_data_fetch)
 
+    from agentgym.envs.code.cli import add_commands as add_code_commands
     from agentgym.envs.gui.cli import add_commands as add_gui_commands
     from agentgym.envs.swe.cli import add_commands as add_swe_commands
     from agentgym.mcp.cli import add_commands as add_mcp_commands
@@ -311,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_commands(sub, _env_arg)
     add_swe_commands(sub)
     add_gui_commands(sub)
+    add_code_commands(sub)
     return parser
 
 

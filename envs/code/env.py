@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.env import Dodge, Env
-from agentgym.errors import ToolError
+from agentgym.errors import DataError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
 from agentgym.types import Reward, Task
 
-from .grading import Report, verify
+from .dryrun import decide
+from .grading import GRADING_MODES, Report, verify
 from .policies import PromptBaseline, ReferenceSolution
 from .tasks import load_tasks
 from .verifier import DEFAULT_TIMEOUT, PassesTests
@@ -44,22 +45,44 @@ class CodeEnv(Env):
     release_before_scoring = True  # the tests get sandboxes of their own
 
     def __init__(self, *, tasks_path: str | Path | None = None, verify_timeout: float = DEFAULT_TIMEOUT,
-                 **kwargs: Any) -> None:
+                 grading: str = "isolated", dry_run: bool | None = None, **kwargs: Any) -> None:
         """
         Args:
             tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
             verify_timeout: Seconds the submission and its tests may take in all; past it the tests
                 left fail (the verifier's, when it is the class's :class:`PassesTests`).
+            grading: How the task set is graded, for rows that do not say: ``isolated`` (the
+                submission and the tests in two sandboxes) or ``inprocess`` (one interpreter, as plain
+                Python, tampering detected); docs/threat-model.md, "Grading modes". Every reward's
+                ``info["grading"]`` says which graded it. ``auto``: isolated where the task's dry run
+                agrees with plain Python, else in-process.
+            dry_run: Before a task's first episode, grade its canonical solution and a broken one
+                isolated and by plain Python (:mod:`~agentgym.envs.code.dryrun`); a task whose grades
+                differ is refused (an episode ``error`` with the statement at fault) or, under ``auto``,
+                graded in-process. Default: on for a task file, off for the built-in HumanEval.
             **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
         super().__init__(**kwargs)
+        if grading not in (*GRADING_MODES, "auto"):
+            raise DataError(f"grading must be one of {', '.join(GRADING_MODES)}, auto; got {grading!r}")
         self.tasks_path = tasks_path
         self.verify_timeout = verify_timeout
+        self.grading = grading
+        self.dry_run = tasks_path is not None if dry_run is None else dry_run
         if self._verifier is None and isinstance(type(self).verifier, PassesTests):
-            self._verifier = PassesTests(timeout=verify_timeout)
+            self._verifier = PassesTests(timeout=verify_timeout, grading=grading, dry_run=self.dry_run)
+
+    async def setup(self, task: Task) -> None:
+        """Refuse a task whose dry run says it cannot be graded as plain Python would, before its episode."""
+        grading = task.data.get("grading") or self.grading
+        if (self.dry_run or grading == "auto") and grading != "inprocess" and "test" in task.data:
+            decision = await decide(task.data, grading, sandbox=self.sandbox_backend, image=self.sandbox_image,
+                                    timeout=self.verify_timeout, runtime=self.sandbox_runtime())
+            if decision.grading is None:
+                raise DataError(f"task {task.id} is refused: {decision.reason}")
 
     def tasks(self) -> Sequence[Task]:
-        return self.load_tasks(self.tasks_path) if self.tasks_path else _humaneval()
+        return load_tasks(self.tasks_path, grading=self.grading) if self.tasks_path else _humaneval()
 
     @classmethod
     def load_tasks(cls, path: str | Path) -> list[Task]:
@@ -126,7 +149,8 @@ class CodeEnv(Env):
             DataError: The task's tests cannot grade anything (no ``check``, no test statement).
         """
         return await verify(task.data, solution, sandbox=self.sandbox_backend, image=self.sandbox_image,
-                            timeout=self.verify_timeout, runtime=self.sandbox_runtime())
+                            timeout=self.verify_timeout, runtime=self.sandbox_runtime(),
+                            grading=_mode(task.data.get("grading") or self.grading))
 
     @classmethod
     def scripted_policies(cls) -> dict[str, Callable[[], Policy]]:
@@ -155,3 +179,8 @@ class CodeEnv(Env):
                                                          ("python", {"code": "import os; os._exit(3)"}), task=task),
         }
 
+
+
+def _mode(grading: str) -> str:
+    """The mode a direct :meth:`CodeEnv.run_tests` call uses: ``auto`` without its dry run is isolated."""
+    return "isolated" if grading == "auto" else grading

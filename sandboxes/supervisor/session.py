@@ -49,7 +49,7 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
     pending = b""
     # Touch now (copying the pages shared with the zygote) what the first run touches, so that the
     # first request after a wipe costs what any other does.
-    exec(compile("pass", "<python>", "exec"), {})
+    exec(compile("pass", "<python>", "exec", dont_inherit=True), {})
 
     def read_some() -> bytes:
         chunk = os.read(code_in, READ_CHUNK)
@@ -70,7 +70,7 @@ def run_session(code_in: int, replies: int, cap: int) -> None:
         call = int(data[10:20])
         error = None
         try:
-            exec(compile(data[20:size].decode("utf-8"), "<python>", "exec"), namespace)
+            exec(compile(data[20:size].decode("utf-8"), "<python>", "exec", dont_inherit=True), namespace)
         except BaseException as e:
             tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
             error = cut_traceback("".join(traceback.format_exception(type(e), e, tb)), cap)

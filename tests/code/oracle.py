@@ -6,7 +6,7 @@ Run as a script in a throwaway sandbox, one process per grading, with the job as
 test). It runs the task as HumanEval's own harness does, one program in one namespace: the prompt,
 the solution (appended to the prompt when it is only a body), the test module, then each statement
 of ``check`` with the candidate being the solution's own function, called in-process. It writes
-``{"tests": [{"test", "passed"}...], "calls": n}`` to its original stdout.
+``{"tests": [{"test", "passed"}...]}`` to its original stdout.
 """
 
 import json
@@ -22,40 +22,26 @@ sys.stdout = sys.stderr = quiet
 sys.stdin = open(os.devnull)
 namespace = {"__name__": "solution"}
 try:
-    exec(compile(job["prompt"], "<prompt>", "exec"), namespace)
+    exec(compile(job["prompt"], "<prompt>", "exec", dont_inherit=True), namespace)
 except BaseException:
     pass
 try:
-    exec(compile(job["solution"], "<submission>", "exec"), namespace)
+    exec(compile(job["solution"], "<submission>", "exec", dont_inherit=True), namespace)
 except IndentationError:
-    exec(compile(job["prompt"] + job["solution"], "<submission>", "exec"), namespace)
+    exec(compile(job["prompt"] + job["solution"], "<submission>", "exec", dont_inherit=True), namespace)
 function = namespace[job["entry_point"]]
-calls = [0]
-
-
-class Counted:
-    """The solution's own object, counting the test's calls of it; everything else goes to it."""
-
-    def __call__(self, *args, **kwargs):
-        calls[0] += 1
-        return function(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(function, name)
-
-
-exec(compile(job["setup"], "<test>", "exec"), namespace)
+exec(compile(job["setup"], "<test>", "exec", dont_inherit=True), namespace)
 for name in (job["parameter"], job["entry_point"]):
     if name:
-        namespace[name] = Counted()
+        namespace[name] = function  # the solution's own object, as in one program
 tests = []
 for source, code, is_test in job["statements"]:
     try:
-        exec(compile(code, "<test>", "exec"), namespace)
+        exec(compile(code, "<test>", "exec", dont_inherit=True), namespace)
         error = None
     except BaseException as e:
         error = f"{type(e).__name__}: {e}"[:300]
     if is_test or error is not None:
         tests.append({"test": source, "passed": error is None, **({"error": error} if error else {})})
-report.write(json.dumps({"tests": tests, "calls": calls[0]}))
+report.write(json.dumps({"tests": tests}))
 report.close()

@@ -22,6 +22,7 @@ class Shape:
     entry_point: str
     honest: tuple[str, ...]
     wrong: tuple[str, ...]
+    grading: str = "isolated"  # "inprocess": only that mode can grade it (the test passes what cannot cross)
 
 
 SHAPES = [

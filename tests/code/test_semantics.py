@@ -23,19 +23,24 @@ from agentgym.envs.code.testplan import plan
 from agentgym.sandboxes import Sandbox, acquire
 from tests.conftest import docker_or_skip
 
-from .semantics_corpus import SHAPES, Shape
+from . import semantics_users
+from .semantics_corpus import SHAPES as CALL_SHAPES
+from .semantics_corpus import Shape
+
+SHAPES = CALL_SHAPES + semantics_users.SHAPES
 
 ORACLE = (Path(__file__).parent / "oracle.py").read_text(encoding="utf-8")
 CONCURRENCY = 4
 
 
 def data(shape: Shape) -> dict[str, Any]:
-    return {"task_id": shape.name, "prompt": shape.prompt, "test": shape.test, "entry_point": shape.entry_point}
+    return {"task_id": shape.name, "prompt": shape.prompt, "test": shape.test, "entry_point": shape.entry_point,
+            "grading": shape.grading}
 
 
 async def plain_python(sandbox: Sandbox, shape: Shape, solution: str) -> dict[str, Any]:
     """The oracle's report: the task run as one program, in a process of its own in ``sandbox``."""
-    test_plan = plan(shape.test, shape.entry_point)
+    test_plan = plan(shape.test, shape.entry_point, shape.grading)
     job = json.dumps({"prompt": shape.prompt, "solution": solution, "setup": test_plan.setup,
                       "statements": test_plan.statements, "entry_point": shape.entry_point,
                       "parameter": test_plan.parameter})
@@ -55,6 +60,11 @@ async def test_the_relays_verdicts_are_plain_pythons(backend: str) -> None:
     await differential(backend, "python")
 
 
+async def test_in_process_grading_gives_plain_pythons_verdicts(backend: str) -> None:
+    """Every shape, those the relay cannot carry too, graded ``inprocess``: plain Python's verdict on each test."""
+    await differential(backend, "python", grading="inprocess")
+
+
 @pytest.mark.docker
 async def test_the_relays_verdicts_are_plain_pythons_on_the_oldest_python_promised() -> None:
     """The grader, the submission's session and the oracle on the ``python-oldest`` image (Python 3.9)."""
@@ -62,17 +72,20 @@ async def test_the_relays_verdicts_are_plain_pythons_on_the_oldest_python_promis
     await differential("docker", "python-oldest")
 
 
-async def differential(backend: str, image: str) -> None:
-    """Grade the corpus through the relay and by plain Python on ``image``; every verdict must agree."""
+async def differential(backend: str, image: str, grading: str = "isolated") -> None:
+    """Grade the corpus through the relay (or in process) and by plain Python on ``image``; every verdict
+    must agree. Shapes only in-process grading can grade are left out of ``isolated``."""
     sandbox = await acquire(backend, image=image, verifier="oracle")
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def both(shape: Shape, solution: str) -> tuple[Report, dict[str, Any]]:
         async with gate:
-            relayed = await verify(data(shape), solution, sandbox=backend, image=image, timeout=60)
+            relayed = await verify(data(shape), solution, sandbox=backend, image=image, timeout=60,
+                                   grading=grading)
             return relayed, await plain_python(sandbox, shape, solution)
 
-    cases = [(shape, solution, honest) for shape in SHAPES
+    shapes = [s for s in SHAPES if grading == "inprocess" or s.grading == "isolated"]
+    cases = [(shape, solution, honest) for shape in shapes
              for honest, solutions in ((True, shape.honest), (False, shape.wrong)) for solution in solutions]
     try:
         graded = await asyncio.gather(*(both(shape, solution) for shape, solution, _ in cases))
@@ -88,14 +101,15 @@ async def differential(backend: str, image: str) -> None:
         else:
             assert not relayed.all_passed, (shape.name, solution, relayed.tests)
     assert not disagreements, json.dumps(disagreements, indent=1)[:20000]
-    assert len(SHAPES) >= 15
+    assert len(shapes) >= 15
+    assert all(relayed.grading == grading for relayed, _ in graded)
     calls = sum(relayed.calls for relayed, _ in graded)
-    assert calls >= 1000, calls
-    print(f"{backend} {image}: {len(cases)} solutions over {len(SHAPES)} shapes, {calls} relayed requests, "
+    assert calls >= 1000 or grading == "inprocess", calls
+    print(f"{backend} {image} {grading}: {len(cases)} solutions over {len(shapes)} shapes, {calls} relayed requests, "
           "0 disagreements")
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.name)
 def test_every_shape_has_honest_and_wrong_solutions(shape: Shape) -> None:
     assert shape.honest and shape.wrong
-    plan(shape.test, shape.entry_point)
+    plan(shape.test, shape.entry_point, shape.grading)

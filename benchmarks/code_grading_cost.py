@@ -1,0 +1,68 @@
+"""What grading a code submission costs, per mode: a task of 20,000 candidate calls, and a HumanEval subset.
+
+Each grading is one ``verify`` on a warm pool (a first grading warms it and is not counted), run in
+this process against the checkout on ``PYTHONPATH``; ``--modes`` picks the modes (a checkout without
+``grading`` takes ``isolated`` only). Wall seconds per grading, the median of ``--repeat``.
+
+    python benchmarks/code_grading_cost.py --sandbox local --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import statistics
+import time
+
+from agentgym.envs.code.grading import verify
+from agentgym.envs.code.tasks import load_tasks
+
+MANY = {"task_id": "many", "prompt": "def inc(x: int) -> int:\n    \"\"\"x + 1.\"\"\"\n",
+        "test": "def check(candidate):\n    for i in range(20000):\n        assert candidate(i) == i + 1\n",
+        "entry_point": "inc"}
+SOLUTION = "def inc(x):\n    return x + 1\n"
+
+
+async def seconds(data: dict, solution: str, sandbox: str, mode: str | None, repeat: int) -> tuple[float, bool]:
+    kwargs = {} if mode is None else {"grading": mode}
+    await verify(data, solution, sandbox=sandbox, image="python", timeout=600, **kwargs)
+    times, passed = [], True
+    for _ in range(repeat):
+        start = time.perf_counter()
+        report = await verify(data, solution, sandbox=sandbox, image="python", timeout=600, **kwargs)
+        times.append(time.perf_counter() - start)
+        passed = passed and report.all_passed
+    return statistics.median(times), passed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sandbox", default="local")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--humaneval", type=int, default=20, help="HumanEval tasks graded one after another")
+    parser.add_argument("--modes", default="isolated,inprocess")
+    args = parser.parse_args()
+    has_modes = "grading" in inspect.signature(verify).parameters
+    modes = args.modes.split(",") if has_modes else [None]
+    tasks = load_tasks()[: args.humaneval]
+    out = {}
+    for mode in modes:
+        many, ok = await seconds(MANY, SOLUTION, args.sandbox, mode, args.repeat)
+        start = time.perf_counter()
+        he_ok = 0
+        for task in tasks:
+            kwargs = {} if mode is None else {"grading": mode}
+            report = await verify(task.data, task.data["prompt"] + task.data["canonical_solution"],
+                                  sandbox=args.sandbox, image="python", timeout=60, **kwargs)
+            he_ok += report.all_passed
+        he = (time.perf_counter() - start) / len(tasks)
+        out[mode or "isolated (no modes)"] = {"20000_calls_s": round(many, 3), "20000_calls_passed": ok,
+                                              "humaneval_s_per_task": round(he, 3),
+                                              "humaneval_passed": f"{he_ok}/{len(tasks)}"}
+    print(json.dumps({"sandbox": args.sandbox, "repeat": args.repeat, "modes": out}, indent=1))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
