@@ -85,6 +85,12 @@ class GUIEnv(Env):
 
     max_turns = 10
     text_ends_episode = False
+    max_calls_per_turn = 10
+    """A person's turn is a few clicks and keys; ten calls is several tasks' whole solution."""
+    max_turn_chars = 4 * MAX_TYPED_CHARS
+    """Characters of one message's calls: about 2 000 typed characters, some 16 s of typing."""
+    max_turn_seconds = 15.0
+    """Seconds of page work one message may start: with one call's own limit, well inside a 60 s turn timeout."""
     verifier: ClassVar[Verifier | ScoreFn | None] = task_reward
 
     def __init__(
