@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from agentgym.env import Dodge, Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
 from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, PageHung, Status, open_task
-from agentgym.envs.gui.rewards import task_reward
+from agentgym.envs.gui.rewards import UNJUDGED_REWARD, task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, SandboxError, ToolError
 from agentgym.rewards.verifier import ScoreFn, Verifier
@@ -79,6 +79,9 @@ class GUIEnv(Env):
         observation: What the model sees of the page: ``"screenshot"``, ``"dom"`` or ``"both"``.
         time_limit_ms: The page's own episode timer (MiniWoB's default is 10 000 ms, after which the page
             ends the episode with reward -1). ``None`` switches it off: the turn limit ends episodes.
+        unjudged_reward: What an episode the page never judged scores (``finish`` before the verdict,
+            the turns or a turn's time run out): MiniWoB's failure value -1 by default, so that quitting
+            never pays better than trying (``rewards.UNJUDGED_REWARD``); 0 for the lenient scoring.
         **kwargs: ``max_turns``, ``sandbox_backend`` (``auto``, ``docker``, ``local``), ``runtime`` (whose
             browser pools it draws from), ``verifier``... as for :class:`~agentgym.env.Env`.
     """
@@ -99,6 +102,7 @@ class GUIEnv(Env):
         names: str | Sequence[str] = "all",
         observation: Observation = "both",
         time_limit_ms: int | None = None,
+        unjudged_reward: float = UNJUDGED_REWARD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -110,6 +114,9 @@ class GUIEnv(Env):
             raise EnvError(f"observation must be screenshot, dom or both, not {observation!r}")
         if time_limit_ms is not None and time_limit_ms < 1:
             raise EnvError("time_limit_ms must be positive (or None for no page timer)")
+        if not -1.0 <= unjudged_reward <= 0.0:
+            raise EnvError(f"unjudged_reward must be between -1 and 0, not {unjudged_reward!r}")
+        self.unjudged_reward = float(unjudged_reward)
         self.names = _resolve_names(names)
         self.observation: Observation = observation
         self.time_limit_ms = time_limit_ms
@@ -232,8 +239,10 @@ class GUIEnv(Env):
         return result
 
     async def final_state(self) -> dict[str, Any]:
-        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled), ``reason`` and ``broken``."""
-        return await self._status()
+        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled), ``reason`` and ``broken``;
+        and, when the page never judged the episode, what that scores (``unjudged_reward``)."""
+        status = await self._status()
+        return status if status.get("done") else {**status, "unjudged_reward": self.unjudged_reward}
 
     async def teardown(self) -> None:
         """Give the browser back: kept warm for the next env if it is alive, else destroyed."""
@@ -321,7 +330,7 @@ class GUIEnv(Env):
 
     @tool(final=True)
     async def finish(self) -> str:
-        """Say the task is finished: the episode ends and the page's verdict so far is the reward."""
+        """Say the task is finished: the episode ends; the page's verdict is the reward, a failure if it gave none."""
         await self._record_status()
         return "done"
 

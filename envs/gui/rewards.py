@@ -1,7 +1,8 @@
 """GUI rewards: the MiniWoB task's own verdict, and UI-R1-style components for one predicted action.
 
 :func:`task_reward` is the GUI env's verifier: the raw reward the page gave (1 solved, -1 failed,
-fractions for partly right answers on a few tasks), 0 when the page never ended the episode.
+fractions for partly right answers on a few tasks); an episode the page never judged (``finish`` before
+its verdict, the turns run out) scores the env's ``unjudged_reward``, MiniWoB's failure value -1 by default.
 
 The action-prediction components follow UI-R1 (Lu et al., 2025): a rule-based reward for one action
 given the screen and the instruction, the sum of
@@ -40,15 +41,26 @@ def last_status(trajectory: Trajectory) -> dict[str, Any] | None:
     return None
 
 
-def task_reward(episode: Episode) -> Reward:
-    """The MiniWoB task's own reward: the page's raw reward once it ended the episode, else 0.
+UNJUDGED_REWARD = -1.0
+"""What an episode the page never judged scores by default: MiniWoB's failure value.
 
-    Components: ``task`` (the same value), ``done`` (1 when the page ended the episode) and
-    ``time_scaled`` (the page's time-discounted reward, meaningful only with the page's timer on).
+MiniWoB has no give-up: its timer ends an unfinished episode with -1. Were quitting (or running out
+the turns) worth 0, any attempt with under even odds would lose to it, and RL would learn to give up."""
+
+
+def task_reward(episode: Episode) -> Reward:
+    """The MiniWoB task's own reward: the page's raw reward once it ended the episode, else the unjudged reward.
+
+    The unjudged reward is the env's ``unjudged_reward`` (recorded in its final state as
+    ``unjudged_reward``), :data:`UNJUDGED_REWARD` for a saved trajectory scored again. Components:
+    ``task`` (the same value), ``done`` (1 when the page ended the episode) and ``time_scaled``
+    (the page's time-discounted reward, meaningful only with the page's timer on).
     """
     status = episode.state if isinstance(episode.state, dict) else last_status(episode.trajectory)
     if not status or not status.get("done"):
-        return Reward(value=0.0, components={"task": 0.0, "done": 0.0, "time_scaled": 0.0})
+        value = float((status or {}).get("unjudged_reward", UNJUDGED_REWARD))
+        return Reward(value=value, components={"task": value, "done": 0.0, "time_scaled": value},
+                      info={"miniwob_reason": "the page never judged the episode"})
     raw = float(status["raw_reward"])
     return Reward(value=raw, components={"task": raw, "done": 1.0, "time_scaled": float(status["reward"])},
                   info={"miniwob_reason": status.get("reason")})

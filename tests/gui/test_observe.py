@@ -59,11 +59,14 @@ def test_task_reward_is_the_pages_raw_reward_once_it_judged():
     assert task_reward(_episode(won)).components == {"task": 1.0, "done": 1.0, "time_scaled": 0.8}
     lost = {"done": True, "raw_reward": -1.0, "reward": -1.0, "reason": "wrong"}
     assert task_reward(_episode(lost)).value == -1.0
-    assert task_reward(_episode({"done": False, "raw_reward": 0.0, "reward": 0.0, "reason": None})).value == 0.0
+    unjudged = {"done": False, "raw_reward": 0.0, "reward": 0.0, "reason": None}
+    assert task_reward(_episode(unjudged)).value == -1.0  # no give-up in MiniWoB: quitting is a failure
+    assert task_reward(_episode(unjudged)).components == {"task": -1.0, "done": 0.0, "time_scaled": -1.0}
+    assert task_reward(_episode({**unjudged, "unjudged_reward": 0.0})).value == 0.0  # the env's lenient option
     # a saved trajectory is scored offline from the status its last action recorded
     turn = Turn(action=Message(role="assistant"), info={"miniwob": won})
     assert task_reward(_episode(None, [turn])).value == 1.0
-    assert task_reward(_episode(None, [])).value == 0.0
+    assert task_reward(_episode(None, [])).value == -1.0
 
 
 GOLD_CLICK = {"type": "click", "ref": 3, "box": [2, 75, 34, 21]}
