@@ -1,5 +1,6 @@
 """A GUI turn is bounded and graded, on both backends: one message of many calls ends inside a 30 s turn
-timeout, and quitting before the page's verdict scores MiniWoB's failure value."""
+timeout, quitting before the page's verdict scores MiniWoB's failure value, and nothing copied in one
+episode can be pasted in the next."""
 
 import asyncio
 import json
@@ -45,3 +46,23 @@ async def test_finish_before_the_verdict_scores_the_failure_value_unless_the_len
             assert result.terminated and env.trajectory.outcome_reward == expected
             assert env.trajectory.reward_components["done"] == 0.0
             assert env.trajectory.info["miniwob_reason"] == "the page never judged the episode"
+
+
+async def test_text_copied_in_one_episode_pastes_nothing_in_the_next_of_either_task(backend):
+    """The clipboard is the browser's: the next episode, prepared (same task) or loaded (another), has it empty."""
+    async with GUIEnv(names="enter-text,enter-password", observation="dom", sandbox_backend=backend) as env:
+        text, password = env.tasks()
+        await env.reset(text, seed=1)
+        copy = calls(("click", {"x": 60, "y": 74}), ("type", {"text": "SECRET42"}),
+                     ("press", {"key": "Control+A"}), ("press", {"key": "Control+C"}))
+        await env.step(copy)
+        await env.step(calls(("press", {"key": "End"}), ("press", {"key": "Control+V"})))
+        assert await _field(env) == "SECRET42SECRET42"  # the copy did copy, within its episode
+        for task, seed in ((text, 2), (password, 3)):
+            await env.reset(task, seed=seed)
+            await env.step(calls(("click", {"x": 60, "y": 74}), ("press", {"key": "Control+V"})))
+            assert await _field(env) == "", task.id
+
+
+async def _field(env: GUIEnv) -> str:
+    return str(await env._live_page.page.evaluate("document.querySelector('input').value"))
