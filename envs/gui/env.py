@@ -378,9 +378,16 @@ class GUIEnv(Env):
             raise ToolError("the page has already judged this episode; nothing more can be done")
         try:
             result = await action(page)
-        except PageHung as e:  # the episode cannot go on: judged a failure (the step ends it)
-            self.trajectory.turns[-1].info["miniwob"] = await self._judge_broken(e)
-            return None
+        except PageHung as e:
+            late = await self._late_status(page)
+            if late is None:  # the page still does not answer: judged a failure (the step ends it)
+                self.trajectory.turns[-1].info["miniwob"] = await self._judge_broken(e)
+                return None
+            self.trajectory.turns[-1].info["miniwob"] = late.as_dict()
+            if late.done:  # the page judged the action while the call waited: its verdict stands
+                return late
+            raise ToolError(f"{e}, but answers again now: the action may or may not have taken effect; "
+                            "look at the page") from e
         except (PlaywrightError, SandboxError) as e:
             crash = await self._crash_or(e)
             if crash is not e:
@@ -393,6 +400,21 @@ class GUIEnv(Env):
         else:
             await self._record_status()
         return result
+
+    async def _late_status(self, page: MiniWoBPage) -> Status | None:
+        """The page's status once a call on it ran out of time, if it answers now (another call's time).
+
+        A stalled host (a paused browser, a starved CPU) makes a call miss its time though the page
+        went on: what it recorded then is its verdict, not the model's failure. A page that still
+        does not answer, or answers with a status that does not hold, is None.
+        """
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            status = await page.status()
+        except (PlaywrightError, SandboxError):
+            return None
+        return None if status.broken is not None else status
 
     async def _status(self) -> dict[str, Any]:
         """The page's status; once the page could not be judged, that failure, without asking it again."""

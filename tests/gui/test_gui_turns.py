@@ -66,3 +66,19 @@ async def test_text_copied_in_one_episode_pastes_nothing_in_the_next_of_either_t
 
 async def _field(env: GUIEnv) -> str:
     return str(await env._live_page.page.evaluate("document.querySelector('input').value"))
+
+
+async def test_a_host_stall_during_a_right_click_is_graded_from_the_pages_own_verdict(backend, monkeypatch):
+    """The click's call runs out of time while the page, stalled once for 3 s, goes on to record a win."""
+    from agentgym.envs.gui import page
+
+    monkeypatch.setattr(page, "CALL_SECONDS", 2.0)
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=backend) as env:
+        opening = await env.reset(env.tasks()[0], seed=4)
+        label = opening[1].text.split('"')[1]  # Click on the "<label>" button.
+        target = next(n for n in env._last_dom if n.tag == "button" and n.text == label)
+        await env._page.page.evaluate("addEventListener('mousedown', () => { const t = Date.now(); "
+                                      "while (Date.now() - t < 3000) {} }, {capture: true, once: true})")
+        result = await env.step(calls(("click", {"x": target.center[0], "y": target.center[1]})))
+        assert result.terminated and env.trajectory.outcome == "terminated"
+        assert env.trajectory.outcome_reward == 1.0, env.trajectory.info
