@@ -11,7 +11,8 @@ given the screen and the instruction, the sum of
   ``scroll``, ``finish``);
 - ``click_in_box``: for a gold click, the predicted point lies inside the target element's box (a
   ``click_element`` of the target's ref counts; so does one whose element's centre lies in the box);
-  for other gold actions, the predicted argument equals the gold one (the typed text, the key);
+  for other gold actions, the predicted argument equals the gold one (the typed text, the key), and
+  a scroll goes the gold one's way on each axis by about its amount;
 - ``format``: the reply was exactly one well-formed call of a known action tool.
 
 Each is a verifier over an :class:`~agentgym.rewards.Episode` of the ``gui-predict`` env, so they
@@ -103,9 +104,29 @@ def score_action(calls: list[dict[str, Any]], gold: dict[str, Any], dom_text: st
     elif kind in ("type", "press"):
         field = "text" if kind == "type" else "key"
         out["click_in_box"] = float(args.get(field) == gold.get(field))
+    elif kind == "scroll":
+        out["click_in_box"] = float(_same_scroll(args, gold))
     else:
         out["click_in_box"] = 1.0
     return out
+
+
+SCROLL_TOLERANCE_PX = 50.0
+"""How far a predicted scroll's delta may be from the gold one (or half the gold delta, if more)."""
+
+
+def _same_scroll(args: dict[str, Any], gold: dict[str, Any]) -> bool:
+    """A predicted scroll goes the gold scroll's way on each axis, by about its amount.
+
+    Each delta has the gold one's sign (where the gold one is not 0) and lies within :data:`SCROLL_TOLERANCE_PX`, or
+    half the gold delta if more, of it: a scroll down is no answer to a scroll up.
+    """
+    try:
+        wanted = json.loads(gold.get("arguments") or "{}")
+        pairs = [(float(args.get(axis, 0.0)), float(wanted.get(axis, 0.0))) for axis in ("dx", "dy")]
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return all((g == 0 or p * g > 0) and abs(p - g) <= max(SCROLL_TOLERANCE_PX, abs(g) / 2) for p, g in pairs)
 
 
 def _components(episode: Episode) -> dict[str, float]:

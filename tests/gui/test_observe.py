@@ -1,5 +1,7 @@
 """The DOM text a model reads, read back by policies; MiniWoB's reward; UI-R1's action components."""
 
+import json
+
 import pytest
 
 from agentgym.envs.gui import dom_text, parse_dom, score_action, task_reward
@@ -96,6 +98,19 @@ def test_ui_r1_components_for_typing_and_keys():
     key = {"type": "press", "key": "Enter"}
     assert score_action([{"name": "press", "arguments": {"key": "Enter"}}], key) == \
         {"format": 1.0, "action_type": 1.0, "click_in_box": 1.0}
+
+
+def test_a_predicted_scroll_scores_only_in_the_gold_direction_and_about_its_amount():
+    gold = {"type": "scroll", "arguments": json.dumps({"dx": 0, "dy": 300})}
+
+    def box(dx: float, dy: float) -> float:
+        return score_action([{"name": "scroll", "arguments": {"dx": dx, "dy": dy}}], gold)["click_in_box"]
+
+    assert box(0, 300) == box(10, 200) == box(0, 450) == 1.0
+    assert box(0, -300) == 0.0  # the other way
+    assert box(0, 1000) == box(0, 100) == 0.0  # far more, or far less
+    assert box(200, 300) == 0.0  # sideways too
+    assert box(0, 0) == 0.0  # no scroll at all
 
 
 def test_a_status_read_after_a_link_to_a_fragment_is_still_the_tasks_page() -> None:
