@@ -158,6 +158,14 @@ class Env:
         revealed_info: Keys of a reward's ``info`` that feedback may show the model word for word
             (:meth:`feedback_report`). None by default: ``info`` holds what the grader saw, which may
             be hidden from the model (a code task's tests and their expected values).
+        max_calls_per_turn: Tool calls one message may have run; the rest are answered with a
+            ``turn_limit`` tool error and not run.
+        max_turn_chars: Characters of arguments, summed over one message's calls, that may run; a
+            call that would go past it is refused (``turn_limit``), as are those after it.
+        max_turn_seconds: Seconds of tool work one message may start: a call that would begin after
+            them is refused (``turn_limit``). A turn's work is then at most this plus one call's own
+            limit, so one message of many calls cannot outlast a driver's turn timeout and turn a
+            grade into a ``timeout`` (``check_env``'s no-dodge check sends such a message).
     """
 
     id: ClassVar[str] = ""
@@ -168,6 +176,9 @@ class Env:
     verifier: ClassVar[Verifier | ScoreFn | None] = None  # spelled out: mypy binds self through the alias
     release_before_scoring: ClassVar[bool] = False
     revealed_info: ClassVar[tuple[str, ...]] = ()
+    max_calls_per_turn: ClassVar[int] = 32
+    max_turn_chars: ClassVar[int] = 1 << 20
+    max_turn_seconds: ClassVar[float] = 120.0
     _tools: ClassVar[dict[str, ToolFunction]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -310,7 +321,15 @@ class Env:
                 turn.tool_errors.append("no_tool_call")
                 names = ", ".join(self._tools)
                 turn.observation.append(Message(role="user", content=f"Call one of the tools: {names}."))
-        for call in calls:
+        spent_chars = 0
+        for index, call in enumerate(calls):
+            spent_chars += len(call.raw_arguments)
+            refusal = self._turn_limit(index, spent_chars, time.monotonic() - started)
+            if refusal is not None:
+                turn.tool_errors.append("turn_limit")
+                turn.observation.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                                                content=f"Error: not run: {refusal}"))
+                continue
             message, final = await self._run_call(call, turn)
             turn.observation.append(message)
             if final:
@@ -499,6 +518,16 @@ class Env:
         if self.sandbox_image is not None and not self.has_sandbox:
             await self._acquire_sandbox()  # scoring gave it back (release_before_scoring)
         return True
+
+    def _turn_limit(self, index: int, chars: int, seconds: float) -> str | None:
+        """Why the ``index``-th call of a message may not run (its bounds spent), or None when it may."""
+        if index >= self.max_calls_per_turn:
+            return f"one message may run at most {self.max_calls_per_turn} tool calls"
+        if chars > self.max_turn_chars:
+            return f"one message's tool calls may carry at most {self.max_turn_chars} characters of arguments"
+        if seconds > self.max_turn_seconds:
+            return f"this message's tool calls used up a turn's {self.max_turn_seconds:g} s"
+        return None
 
     def _record_outcome(self, reward: Reward, outcome: Literal["terminated", "truncated"]) -> Reward:
         trajectory = self.trajectory

@@ -64,14 +64,18 @@ async def rollout(
         while True:
             turn_started = time.monotonic()
             deadline = asyncio.timeout(turn_timeout)
+            stepping = False
             try:
                 async with deadline:
                     reply = await act(messages)
                     policy_seconds = time.monotonic() - turn_started
+                    stepping = True
                     result = await env.step(reply.message)
             except TimeoutError:
                 if not deadline.expired():
                     raise
+                if stepping:
+                    return await _grade_overlong_turn(env, task, turn_timeout or 0.0, record)
                 return record("timeout", f"turn {_turns(env) + 1} took longer than {turn_timeout:g}s")
             assert env.trajectory is not None
             turn = env.trajectory.turns[-1]
@@ -99,6 +103,39 @@ async def rollout(
             trajectory.failed_usage = trajectory.failed_usage + Usage(retries=e.retries)
     trajectory.policy = policy.name
     trajectory.seconds = time.monotonic() - started
+    return trajectory
+
+
+OVERLONG_TURN_SCORING_SECONDS = 30.0
+"""Seconds the env may take to score an episode whose turn ran out of time in its tool calls."""
+
+
+async def _grade_overlong_turn(env: Env, task: Task, turn_timeout: float,
+                               record: Callable[[Outcome, str], Trajectory]) -> Trajectory:
+    """End an episode whose turn ran past the turn timeout inside ``env.step``: graded, as a failure.
+
+    The policy had answered; the model's own message made the step that long (its calls), so the
+    episode is the model's failure, not a ``timeout`` with no grade (which a policy under RL would
+    learn to prefer to a failure). It is scored as it stands, and no better than 0; the reason is
+    ``info["turn_timeout"]``. An env that cannot be scored then leaves the ``timeout`` as it was.
+    """
+    why = f"turn {_turns(env)} ran past the {turn_timeout:g} s turn timeout in its tool calls"
+    trajectory = env.trajectory
+    if trajectory is None or trajectory.task_id != task.id:
+        return record("timeout", why)
+    try:
+        async with asyncio.timeout(OVERLONG_TURN_SCORING_SECONDS):
+            if not env.done:
+                await env.end("truncated")
+    except Exception as e:  # the env is wedged by the cut-off call: no grade can be given
+        return record("timeout", f"{why}; scoring it then failed: {type(e).__name__}: {e}"[:2000])
+    if trajectory.outcome_reward > 0:
+        trajectory.reward -= trajectory.outcome_reward
+        if trajectory.turns:
+            trajectory.turns[-1].reward -= trajectory.outcome_reward
+        trajectory.outcome_reward = 0.0
+    trajectory.outcome = "truncated"
+    trajectory.info["turn_timeout"] = why
     return trajectory
 
 

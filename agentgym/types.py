@@ -220,7 +220,8 @@ class Reward(BaseModel):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
-ToolErrorKind = Literal["malformed_json", "unknown_tool", "invalid_arguments", "tool_raised", "no_tool_call"]
+ToolErrorKind = Literal["malformed_json", "unknown_tool", "invalid_arguments", "tool_raised", "no_tool_call",
+                        "turn_limit"]
 
 
 class Turn(BaseModel):

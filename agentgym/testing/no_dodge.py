@@ -4,14 +4,18 @@ An ``error`` outcome is no grade: TRL gives the episode no advantage and ``--res
 a failing policy would rather break its episode than fail it. ``error`` is only for what the model
 could not cause (the infrastructure). :func:`check_no_dodge` plays every known way to break an
 episode: the ones here, which apply to any env (malformed and unknown calls, arguments of the wrong
-type, strings a file system or an encoder refuses, a huge reply), and the env's own
-(``Env.dodges()``, a :class:`~agentgym.env.Dodge` each). Each must end ``terminated`` or ``truncated``
-within its time, and not as a success.
+type, strings a file system or an encoder refuses, a huge reply, one message of many calls of each
+tool), and the env's own (``Env.dodges()``, a :class:`~agentgym.env.Dodge` each). Each must end
+``terminated`` or ``truncated`` within its time, and not as a success. No turn of it may run more
+tool calls than the env's ``max_calls_per_turn`` (nor than :data:`UNBOUNDED_CALLS`), or take longer
+than its ``max_turn_seconds`` (nor than :data:`TURN_SECONDS`) plus one call's time
+(:data:`CALL_SECONDS`): a message of many calls must not outlast a driver's turn timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from agentgym.env import Dodge, Env
@@ -23,6 +27,15 @@ a character outside the BMP, some length."""
 LONE_SURROGATE = "\ud800"
 """Text JSON can carry and UTF-8 cannot (``Env`` refuses it before any tool sees it)."""
 HUGE_REPLY_CHARS = 1 << 20
+MANY_CALLS = 100
+"""Calls in the "many calls in one message" dodge: more than any env should run in one turn."""
+UNBOUNDED_CALLS = 64
+"""The most calls one turn may run, whatever the env's ``max_calls_per_turn`` says."""
+TURN_SECONDS = 120.0
+"""The most seconds of calls one turn may start, whatever the env's ``max_turn_seconds`` says."""
+CALL_SECONDS = 60.0
+"""What one call may add past the env's ``max_turn_seconds`` (it started in time, and runs to its own limit)."""
+MANY_CALLS_TEXT = "z" * 500
 
 
 def generic_dodges(specs: list[ToolSpec]) -> dict[str, Dodge]:
@@ -46,6 +59,36 @@ def generic_dodges(specs: list[ToolSpec]) -> dict[str, Dodge]:
     return out
 
 
+def many_calls_dodges(specs: list[ToolSpec], final: frozenset[str]) -> dict[str, Dodge]:
+    """For every tool but those that end the episode (``final``), one message of many calls of it."""
+    return {f"{MANY_CALLS} calls of {spec.name} in one message": many_calls(spec)
+            for spec in specs if spec.name not in final}
+
+
+def many_calls(spec: ToolSpec, count: int = MANY_CALLS) -> Dodge:
+    """One message of ``count`` calls of ``spec``'s tool, with plausible arguments and long strings."""
+    properties = spec.parameters.get("properties", {})
+    arguments = {**_plausible(properties, spec.parameters.get("required", [])),
+                 **{name: MANY_CALLS_TEXT for name, schema in properties.items() if schema.get("type") == "string"}}
+    text = json.dumps(arguments)
+    return Dodge((Message(role="assistant", tool_calls=[ToolCall(id=f"many_{i}", name=spec.name, arguments=text)
+                                                        for i in range(count)]),))
+
+
+def unbounded_turn(env: Env) -> str | None:
+    """How a turn of ``env``'s current episode broke the bounds of one turn's work, or None."""
+    assert env.trajectory is not None
+    calls = min(getattr(env, "max_calls_per_turn", UNBOUNDED_CALLS), UNBOUNDED_CALLS)
+    seconds = min(float(getattr(env, "max_turn_seconds", TURN_SECONDS)), TURN_SECONDS) + CALL_SECONDS
+    for number, turn in enumerate(env.trajectory.turns, 1):
+        ran = len(turn.action.tool_calls) - turn.tool_errors.count("turn_limit")
+        if ran > calls:
+            return f"turn {number} ran {ran} tool calls of one message (at most {calls})"
+        if turn.env_seconds > seconds:
+            return f"turn {number}'s tool calls took {turn.env_seconds:.1f} s (at most {seconds:g})"
+    return None
+
+
 async def check_no_dodge(instance: Env, name: str, task: Task, *, timeout: float = 300.0,
                          only: list[str] | None = None) -> list[str]:
     """Play every dodge (generic and the env's, or those named in ``only``) on ``instance``; their names.
@@ -61,7 +104,9 @@ async def check_no_dodge(instance: Env, name: str, task: Task, *, timeout: float
         await instance.reset(task, seed=0)  # what tools the env offers (an MCP env learns them from its servers)
     except Exception as e:
         raise EnvCheckError(f"{name}: reset() on {task.id} failed: {type(e).__name__}: {e}") from e
-    dodges = {**generic_dodges(list(instance.tools)), **type(instance).dodges()}
+    final = frozenset(name for name, fn in type(instance).tool_functions().items() if fn.final)
+    specs = list(instance.tools)
+    dodges = {**generic_dodges(specs), **type(instance).dodges(), **many_calls_dodges(specs, final)}
     if only is not None:
         dodges = {key: dodges[key] for key in only}
     for label, dodge in dodges.items():
@@ -73,6 +118,10 @@ async def check_no_dodge(instance: Env, name: str, task: Task, *, timeout: float
                                 "could not cause")
         trajectory = instance.trajectory
         assert trajectory is not None
+        unbounded = unbounded_turn(instance)
+        if unbounded is not None:
+            raise EnvCheckError(f"{where}: {unbounded}: nothing bounds one message's work, so a message of many "
+                                "calls outlasts a driver's turn timeout and ends the episode with no grade")
         if trajectory.success:
             raise EnvCheckError(f"{where}: graded a success ({trajectory.outcome_reward:g}) without doing the task")
     return list(dodges)

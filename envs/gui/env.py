@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from agentgym.env import Dodge, Env
 from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
 from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, PageHung, Status, open_task
-from agentgym.envs.gui.rewards import task_reward
+from agentgym.envs.gui.rewards import UNJUDGED_REWARD, task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, SandboxError, ToolError
 from agentgym.rewards.verifier import ScoreFn, Verifier
@@ -79,6 +79,9 @@ class GUIEnv(Env):
         observation: What the model sees of the page: ``"screenshot"``, ``"dom"`` or ``"both"``.
         time_limit_ms: The page's own episode timer (MiniWoB's default is 10 000 ms, after which the page
             ends the episode with reward -1). ``None`` switches it off: the turn limit ends episodes.
+        unjudged_reward: What an episode the page never judged scores (``finish`` before the verdict,
+            the turns or a turn's time run out): MiniWoB's failure value -1 by default, so that quitting
+            never pays better than trying (``rewards.UNJUDGED_REWARD``); 0 for the lenient scoring.
         **kwargs: ``max_turns``, ``sandbox_backend`` (``auto``, ``docker``, ``local``), ``runtime`` (whose
             browser pools it draws from), ``verifier``... as for :class:`~agentgym.env.Env`.
     """
@@ -86,6 +89,12 @@ class GUIEnv(Env):
     max_turns = 10
     branchable = False  # its state is a live browser page, a process that sandbox.fork does not copy (agentgym.branch)
     text_ends_episode = False
+    max_calls_per_turn = 10
+    """A person's turn is a few clicks and keys; ten calls is several tasks' whole solution."""
+    max_turn_chars = 4 * MAX_TYPED_CHARS
+    """Characters of one message's calls: about 2 000 typed characters, some 16 s of typing."""
+    max_turn_seconds = 15.0
+    """Seconds of page work one message may start: with one call's own limit, well inside a 60 s turn timeout."""
     verifier: ClassVar[Verifier | ScoreFn | None] = task_reward
 
     def __init__(
@@ -94,6 +103,7 @@ class GUIEnv(Env):
         names: str | Sequence[str] = "all",
         observation: Observation = "both",
         time_limit_ms: int | None = None,
+        unjudged_reward: float = UNJUDGED_REWARD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -105,6 +115,9 @@ class GUIEnv(Env):
             raise EnvError(f"observation must be screenshot, dom or both, not {observation!r}")
         if time_limit_ms is not None and time_limit_ms < 1:
             raise EnvError("time_limit_ms must be positive (or None for no page timer)")
+        if not -1.0 <= unjudged_reward <= 0.0:
+            raise EnvError(f"unjudged_reward must be between -1 and 0, not {unjudged_reward!r}")
+        self.unjudged_reward = float(unjudged_reward)
         self.names = _resolve_names(names)
         self.observation: Observation = observation
         self.time_limit_ms = time_limit_ms
@@ -227,8 +240,10 @@ class GUIEnv(Env):
         return result
 
     async def final_state(self) -> dict[str, Any]:
-        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled), ``reason`` and ``broken``."""
-        return await self._status()
+        """The page's status: ``done``, ``raw_reward``, ``reward`` (time-scaled), ``reason`` and ``broken``;
+        and, when the page never judged the episode, what that scores (``unjudged_reward``)."""
+        status = await self._status()
+        return status if status.get("done") else {**status, "unjudged_reward": self.unjudged_reward}
 
     async def teardown(self) -> None:
         """Give the browser back: kept warm for the next env if it is alive, else destroyed."""
@@ -316,7 +331,7 @@ class GUIEnv(Env):
 
     @tool(final=True)
     async def finish(self) -> str:
-        """Say the task is finished: the episode ends and the page's verdict so far is the reward."""
+        """Say the task is finished: the episode ends; the page's verdict is the reward, a failure if it gave none."""
         await self._record_status()
         return "done"
 
@@ -364,9 +379,16 @@ class GUIEnv(Env):
             raise ToolError("the page has already judged this episode; nothing more can be done")
         try:
             result = await action(page)
-        except PageHung as e:  # the episode cannot go on: judged a failure (the step ends it)
-            self.trajectory.turns[-1].info["miniwob"] = await self._judge_broken(e)
-            return None
+        except PageHung as e:
+            late = await self._late_status(page)
+            if late is None:  # the page still does not answer: judged a failure (the step ends it)
+                self.trajectory.turns[-1].info["miniwob"] = await self._judge_broken(e)
+                return None
+            self.trajectory.turns[-1].info["miniwob"] = late.as_dict()
+            if late.done:  # the page judged the action while the call waited: its verdict stands
+                return late
+            raise ToolError(f"{e}, but answers again now: the action may or may not have taken effect; "
+                            "look at the page") from e
         except (PlaywrightError, SandboxError) as e:
             crash = await self._crash_or(e)
             if crash is not e:
@@ -379,6 +401,21 @@ class GUIEnv(Env):
         else:
             await self._record_status()
         return result
+
+    async def _late_status(self, page: MiniWoBPage) -> Status | None:
+        """The page's status once a call on it ran out of time, if it answers now (another call's time).
+
+        A stalled host (a paused browser, a starved CPU) makes a call miss its time though the page
+        went on: what it recorded then is its verdict, not the model's failure. A page that still
+        does not answer, or answers with a status that does not hold, is None.
+        """
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            status = await page.status()
+        except (PlaywrightError, SandboxError):
+            return None
+        return None if status.broken is not None else status
 
     async def _status(self) -> dict[str, Any]:
         """The page's status; once the page could not be judged, that failure, without asking it again."""

@@ -44,6 +44,15 @@ _START = """([seed, limitMs]) => {
   core.setDataMode('train');
   core.startEpisodeReal();
 }"""
+_CLEAR_CLIPBOARD = """() => {
+  const empty = event => { event.clipboardData.setData("text/plain", ""); event.preventDefault();
+                           event.stopImmediatePropagation(); };
+  window.addEventListener("copy", empty, true);
+  try { return document.execCommand("copy"); } finally { window.removeEventListener("copy", empty, true); }
+}"""
+"""Empty the clipboard: a copy whose data is set to nothing, listened for and unlistened in one evaluation
+(no page script runs in between). The clipboard is the browser's, not the context's: without this, what
+one episode copied would be pasted in the next one on that browser, of any task or env."""
 _STATUS = """({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
   reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON), href: location.href})"""
 _STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ return null; }} }})()"
@@ -191,6 +200,16 @@ class MiniWoBPage:
             await self.load()
         await self._bounded(self.page.evaluate(_START, [seed, time_limit_ms or NO_TIMER_MS]), "the episode's start")
         await self.page.wait_for_function("() => WOB_TASK_READY === true", polling=5, timeout=10_000)
+        await self.clear_clipboard()
+
+    async def clear_clipboard(self) -> None:
+        """Empty the browser's clipboard, which outlives contexts; every episode starts with nothing to paste.
+
+        Raises:
+            SandboxError: The browser did not empty it (an episode would start with the last one's text).
+        """
+        if not await self._bounded(self.page.evaluate(_CLEAR_CLIPBOARD), "clearing the clipboard"):
+            raise SandboxError(f"the browser did not empty its clipboard for {self.task}")
 
     async def utterance(self) -> str:
         """The instruction the page shows (``core.getUtterance()``)."""

@@ -1,7 +1,8 @@
 """GUI rewards: the MiniWoB task's own verdict, and UI-R1-style components for one predicted action.
 
 :func:`task_reward` is the GUI env's verifier: the raw reward the page gave (1 solved, -1 failed,
-fractions for partly right answers on a few tasks), 0 when the page never ended the episode.
+fractions for partly right answers on a few tasks); an episode the page never judged (``finish`` before
+its verdict, the turns run out) scores the env's ``unjudged_reward``, MiniWoB's failure value -1 by default.
 
 The action-prediction components follow UI-R1 (Lu et al., 2025): a rule-based reward for one action
 given the screen and the instruction, the sum of
@@ -10,7 +11,8 @@ given the screen and the instruction, the sum of
   ``scroll``, ``finish``);
 - ``click_in_box``: for a gold click, the predicted point lies inside the target element's box (a
   ``click_element`` of the target's ref counts; so does one whose element's centre lies in the box);
-  for other gold actions, the predicted argument equals the gold one (the typed text, the key);
+  for other gold actions, the predicted argument equals the gold one (the typed text, the key), and
+  a scroll goes the gold one's way on each axis by about its amount;
 - ``format``: the reply was exactly one well-formed call of a known action tool.
 
 Each is a verifier over an :class:`~agentgym.rewards.Episode` of the ``gui-predict`` env, so they
@@ -40,15 +42,26 @@ def last_status(trajectory: Trajectory) -> dict[str, Any] | None:
     return None
 
 
-def task_reward(episode: Episode) -> Reward:
-    """The MiniWoB task's own reward: the page's raw reward once it ended the episode, else 0.
+UNJUDGED_REWARD = -1.0
+"""What an episode the page never judged scores by default: MiniWoB's failure value.
 
-    Components: ``task`` (the same value), ``done`` (1 when the page ended the episode) and
-    ``time_scaled`` (the page's time-discounted reward, meaningful only with the page's timer on).
+MiniWoB has no give-up: its timer ends an unfinished episode with -1. Were quitting (or running out
+the turns) worth 0, any attempt with under even odds would lose to it, and RL would learn to give up."""
+
+
+def task_reward(episode: Episode) -> Reward:
+    """The MiniWoB task's own reward: the page's raw reward once it ended the episode, else the unjudged reward.
+
+    The unjudged reward is the env's ``unjudged_reward`` (recorded in its final state as
+    ``unjudged_reward``), :data:`UNJUDGED_REWARD` for a saved trajectory scored again. Components:
+    ``task`` (the same value), ``done`` (1 when the page ended the episode) and ``time_scaled``
+    (the page's time-discounted reward, meaningful only with the page's timer on).
     """
     status = episode.state if isinstance(episode.state, dict) else last_status(episode.trajectory)
     if not status or not status.get("done"):
-        return Reward(value=0.0, components={"task": 0.0, "done": 0.0, "time_scaled": 0.0})
+        value = float((status or {}).get("unjudged_reward", UNJUDGED_REWARD))
+        return Reward(value=value, components={"task": value, "done": 0.0, "time_scaled": value},
+                      info={"miniwob_reason": "the page never judged the episode"})
     raw = float(status["raw_reward"])
     return Reward(value=raw, components={"task": raw, "done": 1.0, "time_scaled": float(status["reward"])},
                   info={"miniwob_reason": status.get("reason")})
@@ -91,9 +104,29 @@ def score_action(calls: list[dict[str, Any]], gold: dict[str, Any], dom_text: st
     elif kind in ("type", "press"):
         field = "text" if kind == "type" else "key"
         out["click_in_box"] = float(args.get(field) == gold.get(field))
+    elif kind == "scroll":
+        out["click_in_box"] = float(_same_scroll(args, gold))
     else:
         out["click_in_box"] = 1.0
     return out
+
+
+SCROLL_TOLERANCE_PX = 50.0
+"""How far a predicted scroll's delta may be from the gold one (or half the gold delta, if more)."""
+
+
+def _same_scroll(args: dict[str, Any], gold: dict[str, Any]) -> bool:
+    """A predicted scroll goes the gold scroll's way on each axis, by about its amount.
+
+    Each delta has the gold one's sign (where the gold one is not 0) and lies within :data:`SCROLL_TOLERANCE_PX`, or
+    half the gold delta if more, of it: a scroll down is no answer to a scroll up.
+    """
+    try:
+        wanted = json.loads(gold.get("arguments") or "{}")
+        pairs = [(float(args.get(axis, 0.0)), float(wanted.get(axis, 0.0))) for axis in ("dx", "dy")]
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return all((g == 0 or p * g > 0) and abs(p - g) <= max(SCROLL_TOLERANCE_PX, abs(g) / 2) for p, g in pairs)
 
 
 def _components(episode: Episode) -> dict[str, float]:

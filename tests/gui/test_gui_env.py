@@ -167,7 +167,7 @@ async def test_bad_actions_are_tool_errors_and_the_turn_limit_ends_what_the_page
         assert unknown.observation[0].text.startswith("Error: ") and "NoSuchKey" in unknown.observation[0].text
         last = await env.step(call("click", x=5, y=5))  # the instruction's banner: nothing happens
         assert last.truncated and not last.terminated and env.trajectory.outcome == "truncated"
-        assert env.trajectory.outcome_reward == 0.0 and env.trajectory.reward_components["done"] == 0.0
+        assert env.trajectory.outcome_reward == -1.0 and env.trajectory.reward_components["done"] == 0.0
         assert env.trajectory.tool_errors == {"tool_raised": 2}
 
 

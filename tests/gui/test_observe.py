@@ -1,5 +1,7 @@
 """The DOM text a model reads, read back by policies; MiniWoB's reward; UI-R1's action components."""
 
+import json
+
 import pytest
 
 from agentgym.envs.gui import dom_text, parse_dom, score_action, task_reward
@@ -59,11 +61,14 @@ def test_task_reward_is_the_pages_raw_reward_once_it_judged():
     assert task_reward(_episode(won)).components == {"task": 1.0, "done": 1.0, "time_scaled": 0.8}
     lost = {"done": True, "raw_reward": -1.0, "reward": -1.0, "reason": "wrong"}
     assert task_reward(_episode(lost)).value == -1.0
-    assert task_reward(_episode({"done": False, "raw_reward": 0.0, "reward": 0.0, "reason": None})).value == 0.0
+    unjudged = {"done": False, "raw_reward": 0.0, "reward": 0.0, "reason": None}
+    assert task_reward(_episode(unjudged)).value == -1.0  # no give-up in MiniWoB: quitting is a failure
+    assert task_reward(_episode(unjudged)).components == {"task": -1.0, "done": 0.0, "time_scaled": -1.0}
+    assert task_reward(_episode({**unjudged, "unjudged_reward": 0.0})).value == 0.0  # the env's lenient option
     # a saved trajectory is scored offline from the status its last action recorded
     turn = Turn(action=Message(role="assistant"), info={"miniwob": won})
     assert task_reward(_episode(None, [turn])).value == 1.0
-    assert task_reward(_episode(None, [])).value == 0.0
+    assert task_reward(_episode(None, [])).value == -1.0
 
 
 GOLD_CLICK = {"type": "click", "ref": 3, "box": [2, 75, 34, 21]}
@@ -93,6 +98,19 @@ def test_ui_r1_components_for_typing_and_keys():
     key = {"type": "press", "key": "Enter"}
     assert score_action([{"name": "press", "arguments": {"key": "Enter"}}], key) == \
         {"format": 1.0, "action_type": 1.0, "click_in_box": 1.0}
+
+
+def test_a_predicted_scroll_scores_only_in_the_gold_direction_and_about_its_amount():
+    gold = {"type": "scroll", "arguments": json.dumps({"dx": 0, "dy": 300})}
+
+    def box(dx: float, dy: float) -> float:
+        return score_action([{"name": "scroll", "arguments": {"dx": dx, "dy": dy}}], gold)["click_in_box"]
+
+    assert box(0, 300) == box(10, 200) == box(0, 450) == 1.0
+    assert box(0, -300) == 0.0  # the other way
+    assert box(0, 1000) == box(0, 100) == 0.0  # far more, or far less
+    assert box(200, 300) == 0.0  # sideways too
+    assert box(0, 0) == 0.0  # no scroll at all
 
 
 def test_a_status_read_after_a_link_to_a_fragment_is_still_the_tasks_page() -> None:
