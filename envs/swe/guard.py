@@ -9,9 +9,15 @@ lines shaped like them. :func:`guarded_run` makes that visible instead of trusti
   before the patch was applied) loaded by name, no cache provider;
 - pytest's own JUnit XML report goes to a file of a random name: printed lines do not write it, and
   a process that ends itself early leaves none. Every test the log says passed must have passed there too;
-- two canary tests of random names, written by the verifier beside the graded tests: one must pass
-  (it compares a hash with the value computed on this host), one must fail. A hook that turns
-  failures into passes, or stops tests from running, gets one of them wrong;
+- two canary tests of random names, written by the verifier beside the graded tests and put at
+  random places among the ids given: one must pass (it compares a hash with the value computed on
+  this host), one must fail. A hook that turns failures into passes, or stops tests from running,
+  gets one of them wrong;
+- every process the run left is killed and the run's files made readable by their owner (the run's
+  user, who could change their modes) before they are read: a log, exit file or report that still
+  cannot be read (a folder in its place) means the run was tampered with;
+- a run that pytest stopped at collection (the library does not import) ran nothing, the canaries
+  included: it is marked as the collection error it is (``collection_error``), graded 0, not tampering;
 - SWE-bench's log markers in the test output mean the output was forged.
 
 Any of these gives a :class:`SuiteResult` with ``tampered`` set to the reason; the grade is then 0.
@@ -104,16 +110,58 @@ async def guarded_run(
     options = ["-p", "no:cacheprovider", "-p", "no:subtests", f"--junitxml={report}", "-o", "junit_family=xunit1",
                *(a for module in plugins for a in ("-p", module))]
     command = " ".join([test_cmd, *(shlex.quote(o) for o in options)])
+    selection = list(tests)
+    for canary in (canaries.passing, canaries.failing):  # not always last: their place tells nothing
+        selection.insert(secrets.randbelow(len(selection) + 1), canary)
     result = await testrun.run_tests(
-        sandbox, command, tests=[*tests, canaries.passing, canaries.failing], cwd=cwd, timeout=timeout,
-        parser=parser, env=environment(f"{stage}/home"),
+        sandbox, command, tests=selection, cwd=cwd, timeout=timeout,
+        parser=parser, env=environment(f"{stage}/home"), reclaim=True,
     )
+    # The stage is the run's user's too: whatever it did to the folder's modes, its owner undoes.
+    await sandbox.exec(f"chmod -R u+rwX {shlex.quote(stage)} 2>/dev/null; true", timeout=60, cwd="/")
+    lost = result.lost
     try:
         raw = await sandbox.read_file(report)
     except FileNotFoundError:
         raw = b""
+    except OSError as e:  # a folder, a fifo, no permission: the run did that
+        raw, lost = b"", lost or f"its report could not be read ({type(e).__name__})"
+    if lost and not result.timed_out:
+        return dataclasses.replace(result, tampered=f"{TAMPERED}: {lost}")
+    collection = collection_failure(result, raw, canaries)
+    if collection is not None:
+        return dataclasses.replace(result, collection_error=collection)
     why = tampering(result, raw, graded, canaries)
     return dataclasses.replace(result, tampered=why)
+
+
+def collection_failure(result: SuiteResult, report: bytes, canaries: Canaries) -> str | None:
+    """pytest's reason when it stopped at collection (a module of the library that does not import:
+    a syntax error, a missing name) and so ran no test, the canaries included; else None.
+
+    Read from the JUnit report's collection errors, with the log free of SWE-bench's markers and no
+    test at all reported as run: such a run is a 0 for what it is, not tampering."""
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE
+
+    if any(m in result.log for m in (START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE)) or not report:
+        return None
+    if canaries.passing in result.statuses or canaries.failing in result.statuses:
+        return None
+    try:
+        root = ElementTree.fromstring(report)
+    except ElementTree.ParseError:
+        return None
+    errors, ran = [], 0
+    for case in root.iter("testcase"):
+        error = case.find("error")
+        if error is not None and error.get("message") == "collection failure":
+            lines = [line for line in (error.text or "").splitlines() if line.strip()]
+            errors.append(f"{case.get('classname', '')}: {lines[-1].strip()[:200] if lines else 'error'}")
+        else:
+            ran += 1
+    if not errors or ran:
+        return None
+    return f"collection error: pytest stopped before any test ran ({errors[0]})"
 
 
 def tampering(result: SuiteResult, report: bytes, graded: Sequence[str], canaries: Canaries) -> str | None:
