@@ -76,10 +76,14 @@ def _rows(args: argparse.Namespace) -> int:
     import json
 
     from agentgym.envs.swe.rows import RowError, fix_diff, make_row, split_fix
+    from agentgym.envs.swe.tasks import runs_pytest
     from agentgym.errors import AgentgymError, EnvError, SandboxError
 
     if (args.patch is None) != (args.test_patch is None):
         raise AgentgymError("--patch and --test-patch go together (or give --fix)")
+    if args.test_cmd is not None and not runs_pytest(args.test_cmd):
+        raise AgentgymError(f"--test-cmd {args.test_cmd!r} does not run pytest, which the verifier's guarded run "
+                            "needs (pytest runs unittest tests too: python3 -m pytest -rA ...)")
     out = Path(args.out)
     if not out.parent.is_dir():
         raise AgentgymError(f"--out {out}: no directory {out.parent}")
