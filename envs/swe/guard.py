@@ -9,10 +9,10 @@ lines shaped like them. :func:`guarded_run` makes that visible instead of trusti
   before the patch was applied) loaded by name, no cache provider;
 - pytest's own JUnit XML report goes to a file of a random name: printed lines do not write it, and
   a process that ends itself early leaves none. Every test the log says passed must have passed there too;
-- two canary tests of random names, written by the verifier beside the graded tests and put at
-  random places among the ids given: one must pass (it compares a hash with the value computed on
-  this host), one must fail. A hook that turns failures into passes, or stops tests from running,
-  gets one of them wrong;
+- two canary tests, written by the verifier beside the graded tests in a module named like theirs
+  (``test_calc_edge_misc.py``), with names and plain asserts on values drawn for each grading, put at
+  random places among the ids given: one must pass, one must fail. A hook that turns failures into
+  passes, or stops tests from running, gets one of them wrong;
 - every process the run left is killed and the run's files made readable by their owner (the run's
   user, who could change their modes) before they are read: a log, exit file or report that still
   cannot be read (a folder in its place) means the run was tampered with;
@@ -28,7 +28,6 @@ log and in the report alike (docs/threat-model.md, "Not defended").
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import secrets
 import shlex
@@ -59,18 +58,26 @@ class Canaries:
     source: str
 
 
-def make_canaries(folder: str) -> Canaries:
-    """Canary tests of random names in a new module of ``folder`` (relative to the repository)."""
-    name = f"test_{secrets.token_hex(8)}.py"
+_WORDS = ("basic", "edge", "extra", "more", "misc", "regression", "compat", "values", "cases", "behaviour",
+          "inputs", "errors", "types", "simple", "unit", "general")
+"""Suffixes of the canary module's and tests' names, so they read like a suite's own, not random hex."""
+
+
+def make_canaries(folder: str, beside: str = "") -> Canaries:
+    """Canary tests in a new module of ``folder`` (relative to the repository), named like the
+    graded test file ``beside`` (``test_calc.py`` gives ``test_calc_edge.py``), with plain asserts
+    on values drawn here: what tells them from the suite's tests is that git does not track them."""
+    stem = beside.rpartition("/")[2].removesuffix(".py") if beside.endswith(".py") else "test_core"
+    stem = stem if stem.startswith("test_") else f"test_{stem}"
+    pick = secrets.SystemRandom()
+    name = f"{stem}_{pick.choice(_WORDS)}_{pick.choice(_WORDS)}.py"
     path = f"{folder}/{name}" if folder else name
-    good, bad = f"test_{secrets.token_hex(8)}", f"test_{secrets.token_hex(8)}"
-    nonce, other = secrets.token_hex(16), secrets.token_hex(16)
-    digest = hashlib.sha256(nonce.encode()).hexdigest()
-    wrong = hashlib.sha256(other.encode()).hexdigest()
+    good, bad = (f"test_{pick.choice(_WORDS)}_{pick.choice(_WORDS)}_{i}" for i in pick.sample(range(10, 99), 2))
+    a, b = pick.randrange(10**6, 10**9), pick.randrange(10**6, 10**9)
+    wrong = a + b + pick.randrange(1, 10**6)
     source = (
-        "import hashlib\n\n\n"
-        f"def {good}():\n    assert hashlib.sha256(b'{nonce}').hexdigest() == '{digest}'\n\n\n"
-        f"def {bad}():\n    assert hashlib.sha256(b'{nonce}').hexdigest() == '{wrong}'\n"
+        f"def {good}():\n    values = [{a}, {b}]\n    assert sum(values) == {a + b}\n\n\n"
+        f"def {bad}():\n    values = [{b}, {a}]\n    assert sum(values) == {wrong}\n"
     )
     return Canaries(path=path, passing=f"{path}::{good}", failing=f"{path}::{bad}", source=source)
 
@@ -101,8 +108,10 @@ async def guarded_run(
     ``graded`` are the test ids the grade reads, each checked against the report; ``stage`` is a
     folder of the verifier's in the sandbox; the canaries go beside the first test.
     """
-    folder = tests[0].split("::", 1)[0].rpartition("/")[0] if tests else ""
-    canaries = make_canaries(folder)
+    first = tests[0].split("::", 1)[0] if tests else ""
+    canaries = make_canaries(first.rpartition("/")[0], first)
+    while (await sandbox.exec(f"test -e {shlex.quote(canaries.path)}", cwd=cwd, timeout=30)).exit_code == 0:
+        canaries = make_canaries(first.rpartition("/")[0], first)  # a name the repository has: never overwritten
     await sandbox.write_file(f"{cwd}/{canaries.path}", canaries.source)
     report = f"{stage}/{secrets.token_hex(12)}.xml"
     # no:subtests: pytest 9's subtests print a test whose subtests failed as PASSED (swebench reads
