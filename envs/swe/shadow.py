@@ -56,9 +56,10 @@ async def probe(sandbox: Sandbox, cwd: str) -> Resolved:
     return Resolved(names, inside)
 
 
-def path_folders(test_cmd: str, test_files: Iterable[str], resolved: Resolved) -> set[str]:
+def path_folders(test_cmd: str, test_files: Iterable[str], resolved: Resolved, base: set[str]) -> set[str]:
     """The repository's folders (relative, ``""`` the root) that may be on the test run's path: the
-    root, ``PYTHONPATH`` entries of the command, the image's own, and every folder above a test file."""
+    root, ``PYTHONPATH`` entries of the command, the image's own, and for each test file the folder
+    pytest's prepend import mode inserts (the first above it, in ``base``, with no ``__init__.py``)."""
     folders = {"", *resolved.repo_path}
     for match in _PYTHONPATH.finditer(test_cmd):
         for entry in match.group(1).strip("'\"").split(":"):
@@ -66,8 +67,10 @@ def path_folders(test_cmd: str, test_files: Iterable[str], resolved: Resolved) -
             if entry and ".." not in entry.split("/") and not entry.startswith("$"):
                 folders.add(entry)
     for path in test_files:
-        parts = path.split("/")[:-1]
-        folders |= {"/".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        folder = path.rpartition("/")[0]
+        while folder and f"{folder}/__init__.py" in base:
+            folder = folder.rpartition("/")[0]
+        folders.add(folder)
     return folders
 
 

@@ -133,7 +133,7 @@ async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeo
     test_cmd = task.test_cmd or testrun.DEFAULT_TEST_CMD
     files = graded_test_files(task)
     shadows = shadow.shadowing(
-        listing, base_paths, shadow.path_folders(test_cmd, files, resolved),
+        listing, base_paths, shadow.path_folders(test_cmd, files, resolved, base_paths),
         resolved.names | shadow.test_names(files), allowed=_gold_paths(task))
     if shadows is not None:
         return tampered(grade(task, "\n".join(log), applied=applied), shadows)

@@ -145,10 +145,13 @@ def test_new_entries_on_the_run_s_path_that_shadow_a_name_are_found() -> None:
     from agentgym.envs.swe import shadow
 
     resolved = shadow.Resolved(frozenset({"pytest", "argparse", "iniconfig", "calc"}), ())
-    folders = shadow.path_folders("PYTHONPATH=src python3 -m pytest", ["tests/test_calc.py"], resolved)
-    assert folders == {"", "src", "tests"}
-    names = resolved.names | shadow.test_names(["tests/test_calc.py"])
     base = {"src", "src/calc", "src/calc/__init__.py", "tests", "tests/test_calc.py"}
+    folders = shadow.path_folders("PYTHONPATH=src python3 -m pytest", ["tests/test_calc.py"], resolved, base)
+    assert folders == {"", "src", "tests"}
+    # a test module inside packages: pytest inserts the folder above the top package, not the packages
+    packaged = base | {"src/calc/tests/__init__.py", "src/calc/tests/test_x.py"}
+    assert shadow.path_folders("pytest", ["src/calc/tests/test_x.py"], resolved, packaged) == {"", "src"}
+    names = resolved.names | shadow.test_names(["tests/test_calc.py"])
     for kind, path in (("f", "pytest.py"), ("f", "src/argparse.py"), ("f", "iniconfig.cpython-311-x86_64.so"),
                        ("l", "src/pytest.py"), ("f", "test_calc.py"), ("d", "calc")):
         listing = [("d", "src"), ("f", "src/calc/__init__.py"), (kind, path)]
