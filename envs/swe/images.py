@@ -64,7 +64,8 @@ _lock = threading.Lock()
 _STRIP = """\
 RUN cd {repo} && base=$(git rev-parse --verify -q {commit}^{{commit}}) \\
  || {{ echo "the image has no commit {commit} at {repo}" >&2; exit 1; }}; \\
- git -c advice.detachedHead=false checkout -q -f "$base" \\
+ {{ [ "$(git rev-parse HEAD)" = "$base" ] || git -c advice.detachedHead=false checkout -q -f "$base"; }} \\
+ && git checkout -q --detach \\
  && git for-each-ref --format='%(refname)' | while read -r ref; do git update-ref -d "$ref"; done \\
  && git update-ref --no-deref HEAD "$base" \\
  && rm -rf .git/logs .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD .git/refs/stash \\
