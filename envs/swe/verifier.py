@@ -4,7 +4,8 @@
 the model controls is its library code, nothing around it (docs/threat-model.md, "SWE env grades"):
 
 1. a patch naming a path in ``.git`` (or a link into it) is refused before any apply command
-   (:func:`~agentgym.envs.swe.protect.refusal`): 0, not applied;
+   (:func:`~agentgym.envs.swe.protect.refusal`), and so is one whose library code names the test
+   run's machinery (:func:`~agentgym.envs.swe.machinery.machinery`): 0, not applied;
 2. at the base commit, with ``test_patch`` applied, every file that is not library source
    (:func:`~agentgym.envs.swe.protect.is_protected`: tests and their helpers, conftest files,
    pytest's configuration, path hooks, package metadata) is archived, and the image's pytest
@@ -13,9 +14,13 @@ the model controls is its library code, nothing around it (docs/threat-model.md,
    ``--3way``, ``--reject``, then ``patch --fuzz=5``, the tree reset between tries);
 4. the archive is put back and every other protected file deleted: edits to tests, their
    configuration or Python's path hooks do not count; no git command runs in the tree after this;
+   a new entry on the run's path named like a module it resolves elsewhere (the runner, the
+   stdlib, an installed package, a graded test module: :mod:`~agentgym.envs.swe.shadow`) is a 0;
 5. the tests run through :func:`~agentgym.envs.swe.guard.guarded_run` (a fixed environment, a
    JUnit report cross-checked with the log, canary tests) and the log is graded with swebench's
-   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says.
+   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says,
+   a run stopped at collection is 0 as the collection error it is, and a FAIL_TO_PASS test the run
+   did not see pass fails the row (:func:`~agentgym.envs.swe.grading.skipped_fail_to_pass`).
 
 The container is destroyed whatever happens.
 
