@@ -1,4 +1,5 @@
-"""``agentgym swe synthesize``: SWE tasks from a package on PyPI, as SWE-bench JSONL."""
+"""``agentgym swe synthesize``: SWE tasks from a package on PyPI, as SWE-bench JSONL; ``agentgym swe rows``:
+a row from a repository's own fix, its test lists computed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``swe`` and its subcommands on the ``agentgym`` command's subparsers."""
     from agentgym.envs.swe.mutate import OPERATORS
+    from agentgym.envs.swe.testrun import DEFAULT_TEST_CMD
 
     swe = subparsers.add_parser("swe", help="SWE tasks: synthesize them from real packages")
     commands = swe.add_subparsers(dest="swe_command", required=True)
@@ -37,6 +39,26 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
                           "image; repeatable. The sdist's own test, tests and testing extras are installed anyway")
     syn.add_argument("--quiet", action="store_true", help="no line per mutant")
     syn.set_defaults(func=_synthesize)
+    rows = commands.add_parser(
+        "rows", help="a SWE-bench row from a repository's own fix: FAIL_TO_PASS / PASS_TO_PASS computed",
+        description="Runs the test files the test change touches at the base (with the test change) and "
+                    "with the fix, in a fresh container of the image, and appends the row to --out. Needs Docker.",
+    )
+    where = rows.add_mutually_exclusive_group(required=True)
+    where.add_argument("--image", help="an image with the repository at /testbed")
+    where.add_argument("--dockerfile", help="a Dockerfile (a path) that builds such an image")
+    rows.add_argument("--base", required=True, help="the base commit (the bug), in the image's repository")
+    fix = rows.add_mutually_exclusive_group(required=True)
+    fix.add_argument("--fix", help="a later commit of the image's repository: its diff from --base, split "
+                                   "into the fix and the test change")
+    fix.add_argument("--patch", help="the fix, a diff file (with --test-patch)")
+    rows.add_argument("--test-patch", help="the test change, a diff file (with --patch)")
+    rows.add_argument("--instance-id", required=True)
+    rows.add_argument("--repo", required=True, help="owner/name")
+    rows.add_argument("--problem-statement", required=True, help="the issue's text, or @FILE")
+    rows.add_argument("--test-cmd", help=f"a pytest command run in /testbed (default: {DEFAULT_TEST_CMD})")
+    rows.add_argument("--out", required=True, help="the JSONL file the row is appended to")
+    rows.set_defaults(func=_rows)
 
 
 NO_SUITE = 3
@@ -48,6 +70,53 @@ exit status:
   2    a bad option: nothing was downloaded or built
   3    the package could not be downloaded or its image built, or its test suite does not run there
 """
+
+
+def _rows(args: argparse.Namespace) -> int:
+    import json
+
+    from agentgym.envs.swe.rows import RowError, fix_diff, make_row, split_fix
+    from agentgym.envs.swe.tasks import runs_pytest
+    from agentgym.errors import AgentgymError, EnvError, SandboxError
+
+    if (args.patch is None) != (args.test_patch is None):
+        raise AgentgymError("--patch and --test-patch go together (or give --fix)")
+    if args.test_cmd is not None and not runs_pytest(args.test_cmd):
+        raise AgentgymError(f"--test-cmd {args.test_cmd!r} does not run pytest, which the verifier's guarded run "
+                            "needs (pytest runs unittest tests too: python3 -m pytest -rA ...)")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise AgentgymError(f"--out {out}: no directory {out.parent}")
+    statement = args.problem_statement
+    row: dict[str, object] = {
+        "instance_id": args.instance_id, "repo": args.repo, "base_commit": args.base,
+        "problem_statement": _text(statement[1:]) if statement.startswith("@") else statement,
+        **({"image": args.image} if args.image else {"dockerfile": str(Path(args.dockerfile).resolve())}),
+        **({"test_cmd": args.test_cmd} if args.test_cmd else {}),
+    }
+    try:
+        if args.fix:
+            row["patch"], row["test_patch"] = split_fix(asyncio.run(fix_diff(row, args.fix)))
+        else:
+            row["patch"], row["test_patch"] = _text(args.patch), _text(args.test_patch)
+        made = asyncio.run(make_row(row))
+    except (RowError, EnvError, SandboxError, ValueError) as e:
+        print(f"agentgym: error: {e}", file=sys.stderr)
+        return 1
+    with out.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(made) + "\n")
+    print(f"{made['instance_id']}: {len(made['FAIL_TO_PASS'])} FAIL_TO_PASS, {len(made['PASS_TO_PASS'])} "
+          f"PASS_TO_PASS -> {out}")
+    return 0
+
+
+def _text(path: str) -> str:
+    from agentgym.errors import AgentgymError
+
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise AgentgymError(f"cannot read {path}: {e}") from None
 
 
 def _positive(text: str) -> int:

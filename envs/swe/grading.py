@@ -158,6 +158,30 @@ def tampered(graded: Grade, why: str) -> Grade:
                                pass_to_pass={"success": [], "failure": p2p})
 
 
+def collection_error(graded: Grade, why: str) -> Grade:
+    """``graded`` as a run that stopped at collection (the library does not import): 0, no test
+    counts as passing, and ``why`` (pytest's own error) is the reason; not tampering."""
+    return dataclasses.replace(tampered(graded, why), tampered=False)
+
+
+def skipped_fail_to_pass(graded: Grade, task: SWETask) -> Grade:
+    """``graded`` with every FAIL_TO_PASS test the run did not see pass (skipped, or never reported:
+    a ``pytest.skip(allow_module_level=True)`` the library runs on import) counted as failing.
+
+    swebench's ``fail_only`` rows count as passing every test that did not print ``FAILED``, so a
+    patch that skips the graded modules would resolve them; the verifier's own pytest run reports
+    every test it runs (``-rA``), and a gold patch makes each FAIL_TO_PASS test pass, so its verdict
+    is unchanged. (A ``pass_and_fail`` row already counts these as failing.)"""
+    f2p = graded.fail_to_pass
+    left = [t for t in task.FAIL_TO_PASS if graded.statuses.get(t) not in ("PASSED", "XFAIL")]
+    if not left or (not graded.resolved and not set(left) - set(f2p["failure"])):
+        return graded
+    success = [t for t in f2p["success"] if t not in left]
+    failure = [*f2p["failure"], *(t for t in left if t not in f2p["failure"])]
+    return dataclasses.replace(graded, resolved=False, fail_to_pass={"success": success, "failure": failure},
+                               reason=f"FAIL_TO_PASS not seen passing (skipped or not run): {_some(left)}")
+
+
 def _status(test: str, status_map: dict[str, str]) -> str:
     from swebench.harness.grading import _resolve_case
 

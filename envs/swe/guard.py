@@ -9,9 +9,15 @@ lines shaped like them. :func:`guarded_run` makes that visible instead of trusti
   before the patch was applied) loaded by name, no cache provider;
 - pytest's own JUnit XML report goes to a file of a random name: printed lines do not write it, and
   a process that ends itself early leaves none. Every test the log says passed must have passed there too;
-- two canary tests of random names, written by the verifier beside the graded tests: one must pass
-  (it compares a hash with the value computed on this host), one must fail. A hook that turns
-  failures into passes, or stops tests from running, gets one of them wrong;
+- two canary tests, written by the verifier beside the graded tests in a module named like theirs
+  (``test_calc_edge_misc.py``), with names and plain asserts on values drawn for each grading, put at
+  random places among the ids given: one must pass, one must fail. A hook that turns failures into
+  passes, or stops tests from running, gets one of them wrong;
+- every process the run left is killed and the run's files made readable by their owner (the run's
+  user, who could change their modes) before they are read: a log, exit file or report that still
+  cannot be read (a folder in its place) means the run was tampered with;
+- a run that pytest stopped at collection (the library does not import) ran nothing, the canaries
+  included: it is marked as the collection error it is (``collection_error``), graded 0, not tampering;
 - SWE-bench's log markers in the test output mean the output was forged.
 
 Any of these gives a :class:`SuiteResult` with ``tampered`` set to the reason; the grade is then 0.
@@ -22,7 +28,6 @@ log and in the report alike (docs/threat-model.md, "Not defended").
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import secrets
 import shlex
@@ -53,18 +58,26 @@ class Canaries:
     source: str
 
 
-def make_canaries(folder: str) -> Canaries:
-    """Canary tests of random names in a new module of ``folder`` (relative to the repository)."""
-    name = f"test_{secrets.token_hex(8)}.py"
+_WORDS = ("basic", "edge", "extra", "more", "misc", "regression", "compat", "values", "cases", "behaviour",
+          "inputs", "errors", "types", "simple", "unit", "general")
+"""Suffixes of the canary module's and tests' names, so they read like a suite's own, not random hex."""
+
+
+def make_canaries(folder: str, beside: str = "") -> Canaries:
+    """Canary tests in a new module of ``folder`` (relative to the repository), named like the
+    graded test file ``beside`` (``test_calc.py`` gives ``test_calc_edge.py``), with plain asserts
+    on values drawn here: what tells them from the suite's tests is that git does not track them."""
+    stem = beside.rpartition("/")[2].removesuffix(".py") if beside.endswith(".py") else "test_core"
+    stem = stem if stem.startswith("test_") else f"test_{stem}"
+    pick = secrets.SystemRandom()
+    name = f"{stem}_{pick.choice(_WORDS)}_{pick.choice(_WORDS)}.py"
     path = f"{folder}/{name}" if folder else name
-    good, bad = f"test_{secrets.token_hex(8)}", f"test_{secrets.token_hex(8)}"
-    nonce, other = secrets.token_hex(16), secrets.token_hex(16)
-    digest = hashlib.sha256(nonce.encode()).hexdigest()
-    wrong = hashlib.sha256(other.encode()).hexdigest()
+    good, bad = (f"test_{pick.choice(_WORDS)}_{pick.choice(_WORDS)}_{i}" for i in pick.sample(range(10, 99), 2))
+    a, b = pick.randrange(10**6, 10**9), pick.randrange(10**6, 10**9)
+    wrong = a + b + pick.randrange(1, 10**6)
     source = (
-        "import hashlib\n\n\n"
-        f"def {good}():\n    assert hashlib.sha256(b'{nonce}').hexdigest() == '{digest}'\n\n\n"
-        f"def {bad}():\n    assert hashlib.sha256(b'{nonce}').hexdigest() == '{wrong}'\n"
+        f"def {good}():\n    values = [{a}, {b}]\n    assert sum(values) == {a + b}\n\n\n"
+        f"def {bad}():\n    values = [{b}, {a}]\n    assert sum(values) == {wrong}\n"
     )
     return Canaries(path=path, passing=f"{path}::{good}", failing=f"{path}::{bad}", source=source)
 
@@ -95,8 +108,10 @@ async def guarded_run(
     ``graded`` are the test ids the grade reads, each checked against the report; ``stage`` is a
     folder of the verifier's in the sandbox; the canaries go beside the first test.
     """
-    folder = tests[0].split("::", 1)[0].rpartition("/")[0] if tests else ""
-    canaries = make_canaries(folder)
+    first = tests[0].split("::", 1)[0] if tests else ""
+    canaries = make_canaries(first.rpartition("/")[0], first)
+    while (await sandbox.exec(f"test -e {shlex.quote(canaries.path)}", cwd=cwd, timeout=30)).exit_code == 0:
+        canaries = make_canaries(first.rpartition("/")[0], first)  # a name the repository has: never overwritten
     await sandbox.write_file(f"{cwd}/{canaries.path}", canaries.source)
     report = f"{stage}/{secrets.token_hex(12)}.xml"
     # no:subtests: pytest 9's subtests print a test whose subtests failed as PASSED (swebench reads
@@ -104,16 +119,58 @@ async def guarded_run(
     options = ["-p", "no:cacheprovider", "-p", "no:subtests", f"--junitxml={report}", "-o", "junit_family=xunit1",
                *(a for module in plugins for a in ("-p", module))]
     command = " ".join([test_cmd, *(shlex.quote(o) for o in options)])
+    selection = list(tests)
+    for canary in (canaries.passing, canaries.failing):  # not always last: their place tells nothing
+        selection.insert(secrets.randbelow(len(selection) + 1), canary)
     result = await testrun.run_tests(
-        sandbox, command, tests=[*tests, canaries.passing, canaries.failing], cwd=cwd, timeout=timeout,
-        parser=parser, env=environment(f"{stage}/home"),
+        sandbox, command, tests=selection, cwd=cwd, timeout=timeout,
+        parser=parser, env=environment(f"{stage}/home"), reclaim=True,
     )
+    # The stage is the run's user's too: whatever it did to the folder's modes, its owner undoes.
+    await sandbox.exec(f"chmod -R u+rwX {shlex.quote(stage)} 2>/dev/null; true", timeout=60, cwd="/")
+    lost = result.lost
     try:
         raw = await sandbox.read_file(report)
     except FileNotFoundError:
         raw = b""
+    except OSError as e:  # a folder, a fifo, no permission: the run did that
+        raw, lost = b"", lost or f"its report could not be read ({type(e).__name__})"
+    if lost and not result.timed_out:
+        return dataclasses.replace(result, tampered=f"{TAMPERED}: {lost}")
+    collection = collection_failure(result, raw, canaries)
+    if collection is not None:
+        return dataclasses.replace(result, collection_error=collection)
     why = tampering(result, raw, graded, canaries)
     return dataclasses.replace(result, tampered=why)
+
+
+def collection_failure(result: SuiteResult, report: bytes, canaries: Canaries) -> str | None:
+    """pytest's reason when it stopped at collection (a module of the library that does not import:
+    a syntax error, a missing name) and so ran no test, the canaries included; else None.
+
+    Read from the JUnit report's collection errors, with the log free of SWE-bench's markers and no
+    test at all reported as run: such a run is a 0 for what it is, not tampering."""
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE
+
+    if any(m in result.log for m in (START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE)) or not report:
+        return None
+    if canaries.passing in result.statuses or canaries.failing in result.statuses:
+        return None
+    try:
+        root = ElementTree.fromstring(report)
+    except ElementTree.ParseError:
+        return None
+    errors, ran = [], 0
+    for case in root.iter("testcase"):
+        error = case.find("error")
+        if error is not None and error.get("message") == "collection failure":
+            lines = [line for line in (error.text or "").splitlines() if line.strip()]
+            errors.append(f"{case.get('classname', '')}: {lines[-1].strip()[:200] if lines else 'error'}")
+        else:
+            ran += 1
+    if not errors or ran:
+        return None
+    return f"collection error: pytest stopped before any test ran ({errors[0]})"
 
 
 def tampering(result: SuiteResult, report: bytes, graded: Sequence[str], canaries: Canaries) -> str | None:

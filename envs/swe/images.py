@@ -20,7 +20,9 @@ Whatever the way, the image gets one thin layer on top (:func:`ready_image`, cac
 image's id) so that agentgym's sandboxes can work in it: ``/testbed`` is owned by the uid that code
 runs as (so the model can edit it and git trusts it), git marks ``/testbed`` a safe directory, and
 git ignores Python's caches everywhere (``__pycache__``, ``.pytest_cache``), so running the tests
-adds nothing to a patch even in a repository with no ``.gitignore`` (an sdist's).
+adds nothing to a patch even in a repository with no ``.gitignore`` (an sdist's); and the
+repository's history ends at the task's base commit (no later commit, ref, reflog or unreachable
+object: :data:`_STRIP`), so a fix the image's history holds is not the model's to copy.
 """
 
 from __future__ import annotations
@@ -53,12 +55,30 @@ FROM {base}
 USER 0
 RUN test -d {repo}/.git || {{ echo "the image has no git repository at {repo}" >&2; exit 1; }} \\
  && command -v git >/dev/null || {{ echo "the image has no git" >&2; exit 1; }}
-RUN find {repo} -xdev \\! -user {uid} -exec chown -h {uid}:{gid} {{}} + \\
- && git config --system --add safe.directory {repo} \\
+RUN git config --system --add safe.directory {repo}
+{strip}RUN find {repo} -xdev \\! -user {uid} -exec chown -h {uid}:{gid} {{}} + \\
  && printf '__pycache__/\\n*.py[co]\\n.pytest_cache/\\n' > /etc/agentgym-gitignore \\
  && git config --system core.excludesFile /etc/agentgym-gitignore
 """
 _lock = threading.Lock()
+_STRIP = """\
+RUN cd {repo} && base=$(git rev-parse --verify -q {commit}^{{commit}}) \\
+ || {{ echo "the image has no commit {commit} at {repo}" >&2; exit 1; }}; \\
+ {{ [ "$(git rev-parse HEAD)" = "$base" ] || git -c advice.detachedHead=false checkout -q -f "$base"; }} \\
+ && git checkout -q --detach \\
+ && git for-each-ref --format='%(refname)' | while read -r ref; do git update-ref -d "$ref"; done \\
+ && git update-ref --no-deref HEAD "$base" \\
+ && rm -rf .git/logs .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD .git/refs/stash \\
+    .git/packed-refs .git/rr-cache .git/worktrees \\
+ && git -c gc.reflogExpire=now -c gc.reflogExpireUnreachable=now reflog expire --expire=now --all \\
+ && git repack -a -d -q && git prune --expire=now \\
+ && test "$(git rev-list --all --reflog | sort)" = "$(git rev-list "$base" | sort)" \\
+ || {{ echo "history past {commit} is left at {repo}" >&2; exit 1; }}
+"""
+"""Leaves the repository's history at the task's base and no further: HEAD detached at it, no other ref,
+no reflog, stash or leftovers of a merge, every object not reachable from it pruned and the packs
+rewritten (the lower layers' files are hidden by this one, so a fix that was a later commit of the
+image cannot be read from the container: ``git log HEAD@{1}``, ``git fsck --lost-found``)."""
 _ready: dict[str, str] = {}  # task's base image reference -> ready image tag, for this process
 _for_task: dict[str, str] = {}  # a task's image fields -> its ready image tag, for this process
 
@@ -129,27 +149,34 @@ def image_for(task: SWETask) -> str:
     """
     key = json.dumps([task.instance_id, task.image, task.dockerfile, task.source_archive, task.base_commit])
     if key not in _for_task:
-        _for_task[key] = ready_image(base_image(task))
+        _for_task[key] = ready_image(base_image(task), task.base_commit)
     return _for_task[key]
 
 
-def ready_image(base: str) -> str:
-    """``base`` with the thin layer agentgym's sandboxes need; built once per base image id.
+def ready_image(base: str, base_commit: str | None = None) -> str:
+    """``base`` with the thin layer agentgym's sandboxes need; built once per base image id (and commit).
+
+    With ``base_commit``, the layer also strips the repository's history past that commit
+    (:data:`_STRIP`): what the model's container shows of git ends at the task's base.
 
     Raises:
-        EnvError: ``base`` has no git repository at ``/testbed`` or no git, or the build failed.
+        EnvError: ``base`` has no git repository at ``/testbed``, no git or no ``base_commit``, or the
+            build failed.
     """
     with _lock:
-        if base in _ready:
-            return _ready[base]
+        key = f"{base}@{base_commit or ''}"
+        if key in _ready:
+            return _ready[key]
         api = engine.client()
         image_id = api.images.get(base).id.split(":")[-1]
-        dockerfile = _READY_DOCKERFILE.format(base=base, repo=REPO_DIR, uid=CODE_USER[0], gid=CODE_USER[1])
+        strip = _STRIP.format(repo=REPO_DIR, commit=shlex.quote(base_commit)) if base_commit else ""
+        dockerfile = _READY_DOCKERFILE.format(base=base, repo=REPO_DIR, uid=CODE_USER[0], gid=CODE_USER[1],
+                                              strip=strip)
         tag = f"{READY_REPOSITORY}:{_digest(image_id.encode(), dockerfile.encode())}"
         if not _exists(tag):
             log.warning("preparing %s for SWE sandboxes as %s", base, tag)
             _build(dockerfile.encode(), tag, dockerfile_path=None, network="none", what=f"the ready layer over {base}")
-        _ready[base] = tag
+        _ready[key] = tag
         return tag
 
 

@@ -14,7 +14,8 @@ pool would destroy it. Instead, when an episode ends its sandbox is reset here, 
 5. what ``git reset`` does not put back is put back from the fresh record
    (:mod:`~agentgym.envs.swe.reset_inside`): git's index, ``ORIG_HEAD`` and every reflog under
    ``.git/logs`` (bytes and times), every tracked file's access and modification times; every SysV
-   IPC object is removed (the sandbox wipe's own ``remove_ipc``); and every entry under an ignored
+   IPC object is removed (the sandbox wipe's own ``remove_ipc``); every tracked entry's mode and extended
+   attributes are put back and, with its link count, must be as at start; and every entry under an ignored
    folder that was there at start has its type, size, mode and times, change time included (which
    no process can set back), as at start;
 6. ``docker diff`` of the container, taken once the reset's git commands are done (while they run,
@@ -181,12 +182,22 @@ async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit
         changed_ignored = sorted({e[0] for e in after["ignored"]} ^ {e[0] for e in fresh.ignored}
                                  | {a[0] for a, b in zip(after["ignored"], fresh.ignored, strict=False) if a != b})
         return f"an ignored path that was there at start changed: {changed_ignored[:5]}"
+    changed_metadata = _changed_metadata(json.loads(fresh.record)["metadata"], after["metadata"])
+    if changed_metadata:
+        return ("modes, link counts or extended attributes of tracked entries differ after the reset: "
+                f"{changed_metadata}")
     # Only now, with every git command of the reset done: a lock file git holds would show in it.
     changed = [p for p in await asyncio.to_thread(_docker_diff, sandbox.id) if p not in fresh.diff and not _expected(p)]
     if changed:
         return f"docker diff shows changes outside the work tree: {changed[:5]}"
     left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
     return f"processes started during the reset: {left[:5]}" if left else None
+
+
+def _changed_metadata(fresh: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Tracked entries whose mode, link count or extended attributes differ (a hard link made to a
+    tracked file that survives the reset shows as its link count), the first five."""
+    return sorted(p for p in fresh.keys() | now.keys() if fresh.get(p) != now.get(p))[:5]
 
 
 def _expected(path: str) -> bool:

@@ -53,14 +53,17 @@ def is_protected(path: str) -> bool:
 def refusal(patch: str) -> str | None:
     """Why ``patch`` must not be applied at all, or None.
 
-    Every header line that names a path (``diff --git``, ``---``/``+++``, ``***``, renames, copies,
-    ``Index:``) is read: any ``.git`` component among them refuses the patch, whatever its case.
+    The patch is read as ``git apply`` and ``patch`` read it (:func:`header_lines`): a hunk's lines are
+    content however they start (a removed ``-- .git/`` SQL comment is not a header), everything
+    outside a hunk is a header. Every header line that names a path (``diff --git``, ``---``/``+++``,
+    ``***``, renames, copies, ``Index:``) is read with its C-style quoting undone (``"\\056git"`` is
+    ``.git``): any ``.git`` component refuses the patch, whatever its case.
     A new symbolic link is refused when it points into ``.git``, at an absolute path or upwards.
     """
     lines = patch.splitlines()
-    for index, line in enumerate(lines):
+    for index, line in header_lines(lines):
         header = _HEADER.match(line)
-        if header is not None and _GIT_COMPONENT.search(header.group(1)):
+        if header is not None and _GIT_COMPONENT.search(unquote(header.group(1))):
             return f"the patch writes into .git/ ({line.strip()[:120]!r}); it was not applied"
         if _SYMLINK_MODE.match(line):
             target = _symlink_target(lines[index + 1:])
@@ -68,6 +71,66 @@ def refusal(patch: str) -> str | None:
                                        or ".." in target.split("/")):
                 return f"the patch makes a symbolic link to {target[:120]!r}; it was not applied"
     return None
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def header_lines(lines: list[str]) -> list[tuple[int, str]]:
+    """``(index, line)`` of every line of a unified diff that is not a hunk's content.
+
+    A hunk header ``@@ -a,b +c,d @@`` is followed by exactly ``b`` old and ``d`` new lines (a
+    context line counts for both, an empty line is an empty context line, ``\\ No newline`` for
+    neither), as git's ``parse_fragment`` and ``patch`` count them; what follows is headers again.
+    """
+    out: list[tuple[int, str]] = []
+    old = new = 0
+    for index, line in enumerate(lines):
+        if old > 0 or new > 0:
+            kind = line[:1]
+            if kind in (" ", ""):
+                old, new = old - 1, new - 1
+            elif kind == "-":
+                old -= 1
+            elif kind == "+":
+                new -= 1
+            elif kind == "\\":
+                pass
+            else:  # a short hunk: git stops reading it here, and so does this
+                old = new = 0
+                out.append((index, line))
+            continue
+        out.append((index, line))
+        hunk = _HUNK.match(line)
+        if hunk is not None:
+            old = int(hunk.group(1)) if hunk.group(1) is not None else 1
+            new = int(hunk.group(2)) if hunk.group(2) is not None else 1
+    return out
+
+
+def unquote(text: str) -> str:
+    """``text`` with every C-style quoted name in it (git's ``core.quotePath`` form, which ``patch``
+    reads too: ``"a/\\056git/x"``) decoded; bytes that are not UTF-8 stay as surrogates."""
+    def decode(match: re.Match[str]) -> str:
+        body, raw, i = match.group(1), bytearray(), 0
+        while i < len(body):
+            char = body[i]
+            if char != "\\" or i + 1 >= len(body):
+                raw += char.encode("utf-8", "surrogateescape")
+                i += 1
+            elif body[i + 1] in "01234567":
+                digits = re.match(r"[0-7]{1,3}", body[i + 1:])
+                assert digits is not None
+                raw.append(int(digits.group(0), 8) & 0xFF)
+                i += 1 + len(digits.group(0))
+            else:
+                raw.append(_ESCAPES.get(body[i + 1], ord(body[i + 1]) & 0xFF))
+                i += 2
+        return raw.decode("utf-8", "surrogateescape")
+
+    return _QUOTED.sub(decode, text)
 
 
 def _symlink_target(rest: list[str]) -> str | None:

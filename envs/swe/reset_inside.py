@@ -2,13 +2,16 @@
 
 ``record REPO OUT``: write to ``OUT`` (JSON) what a fresh container holds that ``git reset`` does not
 put back: the bytes and times of git's own files (``.git/index``, ``.git/ORIG_HEAD``, every reflog
-under ``.git/logs``), every tracked file's access and modification times, and the state of every
-ignored path that was there at start (type, size, times, mode of everything under it).
+under ``.git/logs``), every tracked file's access and modification times, every tracked entry's mode, link count and
+extended attributes (none of which git models), and the state of every ignored path that was there
+at start (type, size, times, mode of everything under it).
 
 ``restore REPO RECORD OUT SUPERVISOR``: after the episode's processes are dead and ``git reset`` ran, put
-git's own files and the tracked files' times back as recorded, remove every SysV IPC object (the
+git's own files, the tracked entries' modes and extended attributes and the tracked files' times
+back as recorded, remove every SysV IPC object (the
 sandbox wipe's own ``remove_ipc``, from the supervisor package written at ``SUPERVISOR``), and write to ``OUT`` the
-ignored paths' state now and what IPC objects are left, for the caller to compare.
+ignored paths' state and the tracked entries' metadata now and what IPC objects are left, for the
+caller to compare.
 
 Nothing here trusts the repository: links are not followed, and only recorded paths are touched.
 """
@@ -71,6 +74,55 @@ def times(repo: str) -> dict[str, list[int]]:
     return out
 
 
+def tracked_entries(repo: str) -> list[str]:
+    """Every tracked file, the folders that hold them and the repository's own folder (``""``)."""
+    files = tracked(repo)
+    return [*files, *sorted({"/".join(p.split("/")[:i]) for p in files for i in range(p.count("/") + 1)})]
+
+
+def xattrs(path: str) -> dict[str, str]:
+    """``path``'s extended attributes (base64 values), links not followed; {} where it has none to give."""
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+        return {n: base64.b64encode(os.getxattr(path, n, follow_symlinks=False)).decode() for n in sorted(names)}
+    except OSError:
+        return {}
+
+
+def metadata(repo: str) -> dict[str, list[Any]]:
+    """Mode (every bit, not only git's executable one), link count and extended attributes of every
+    tracked entry: what git does not model, and so what ``git reset`` leaves as the episode made it."""
+    out: dict[str, list[Any]] = {}
+    for rel in tracked_entries(repo):
+        path = os.path.join(repo, rel)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        out[rel] = [st.st_mode, st.st_nlink if not stat.S_ISDIR(st.st_mode) else 0, xattrs(path)]
+    return out
+
+
+def restore_metadata(repo: str, recorded: dict[str, list[Any]]) -> None:
+    """Put every recorded entry's mode and extended attributes back (links keep theirs: none can be set)."""
+    for rel, (mode, _, attrs) in sorted(recorded.items(), key=lambda kv: -kv[0].count("/")):
+        path = os.path.join(repo, rel)
+        try:
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if st.st_mode != mode:
+                os.chmod(path, stat.S_IMODE(mode))
+            now = xattrs(path)
+            for name in now.keys() - attrs.keys():
+                os.removexattr(path, name, follow_symlinks=False)
+            for name, value in attrs.items():
+                if now.get(name) != value:
+                    os.setxattr(path, name, base64.b64decode(value), follow_symlinks=False)
+        except OSError:
+            continue  # left as it is: the comparison that follows names it
+
+
 def ignored_state(repo: str, paths: list[str]) -> list[list[Any]]:
     """Type, size, mode, modification and change times of every entry under the ignored ``paths``.
 
@@ -87,7 +139,7 @@ def ignored_state(repo: str, paths: list[str]) -> list[list[Any]]:
 
 def record(repo: str, out: str, ignored: list[str]) -> None:
     state = {"git_own": git_own(repo), "times": times(repo), "ignored_paths": ignored,
-             "ignored": ignored_state(repo, ignored)}
+             "ignored": ignored_state(repo, ignored), "metadata": metadata(repo)}
     with open(out, "w") as f:
         json.dump(state, f)
 
@@ -107,6 +159,7 @@ def restore(repo: str, record_path: str, out: str, package: str) -> None:
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
         os.utime(path, ns=(atime, mtime))
+    restore_metadata(repo, state["metadata"])
     for rel, (atime, mtime) in state["times"].items():  # files first, then their folders
         try:
             os.utime(os.path.join(repo, rel), ns=(atime, mtime), follow_symlinks=False)
@@ -117,7 +170,8 @@ def restore(repo: str, record_path: str, out: str, package: str) -> None:
 
     left = remove_ipc()
     with open(out, "w") as f:
-        json.dump({"ignored": ignored_state(repo, state["ignored_paths"]), "ipc": left}, f)
+        json.dump({"ignored": ignored_state(repo, state["ignored_paths"]), "ipc": left,
+                   "metadata": metadata(repo)}, f)
 
 
 if __name__ == "__main__":

@@ -255,7 +255,57 @@ def _pkg_info(path: Path) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         elif any(req.marker.evaluate({"extra": extra}) for extra in TEST_EXTRAS):
             req.marker = None
             test_requires.append(str(req))
+    try:
+        pyproject = _read_member(path, "pyproject.toml")
+    except SandboxError:
+        pyproject = ""
+    for line in dependency_groups(pyproject):
+        if line not in test_requires:
+            test_requires.append(line)
     return str(meta["Version"]), tuple(requires), tuple(test_requires)
+
+
+def dependency_groups(pyproject: str, names: tuple[str, ...] = TEST_EXTRAS) -> list[str]:
+    """The requirements of ``pyproject``'s PEP 735 ``[dependency-groups]`` named ``names`` (the test
+    extras' names), ``{include-group = ...}`` followed, markers that hold here kept as they are.
+
+    Projects that keep their test requirements in a dependency group rather than an extra (no
+    ``Requires-Dist`` says them) get them installed too. A malformed table gives what it can: an
+    unreadable ``pyproject.toml`` is no test requirement, not a failed build.
+    """
+    import tomllib
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        groups = tomllib.loads(pyproject).get("dependency-groups", {}) if pyproject else {}
+    except tomllib.TOMLDecodeError:
+        return []
+    if not isinstance(groups, dict):
+        return []
+    normal = {re.sub(r"[-_.]+", "-", str(k)).lower(): v for k, v in groups.items()}
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def take(name: str) -> None:
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen or not isinstance(normal.get(key), list):
+            return
+        seen.add(key)
+        for item in normal[key]:
+            if isinstance(item, dict) and isinstance(item.get("include-group"), str):
+                take(item["include-group"])
+            elif isinstance(item, str):
+                try:
+                    req = Requirement(item)
+                except InvalidRequirement:
+                    continue
+                if (req.marker is None or req.marker.evaluate()) and str(req) not in out:
+                    out.append(str(req))
+
+    for name in names:
+        take(name)
+    return out
 
 
 def _read_member(path: Path, name: str) -> str:

@@ -20,10 +20,11 @@ Unknown fields are kept (``SWETask.model_extra``), so a row round-trips whatever
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentgym.errors import DataError
 from agentgym.types import Task, read_tasks
@@ -95,6 +96,16 @@ class SWETask(BaseModel):
             raise ValueError("FAIL_TO_PASS is empty: nothing would tell a fix from no fix")
         return value
 
+    @model_validator(mode="after")
+    def _pytest_command(self) -> SWETask:
+        """The verifier owns a pytest run (a JUnit report, canaries, its options appended), so a
+        ``test_cmd`` that runs another runner would grade every patch, the gold one too, as tampered."""
+        if self.test_cmd is not None and not self.eval_script and not runs_pytest(self.test_cmd):
+            raise ValueError(f"test_cmd {self.test_cmd[:80]!r} does not run pytest: the verifier's guarded "
+                             "run needs pytest (which also runs unittest tests: python3 -m pytest -rA ...), "
+                             "or give the row an eval_script")
+        return self
+
     def to_task(self) -> Task:
         """The env's :class:`~agentgym.types.Task`: the issue as the prompt, every field in ``data``."""
         prompt = INSTRUCTIONS.format(repo=self.repo, testbed=REPO_DIR, problem_statement=self.problem_statement)
@@ -104,6 +115,14 @@ class SWETask(BaseModel):
     def of(cls, task: Task) -> SWETask:
         """The SWE row behind an env task (its ``data``)."""
         return cls.model_validate(task.data)
+
+
+_PYTEST = re.compile(r"(?:^|[\s/;&|(])(?:py\.test|pytest)(?:$|[\s;&|)])|-m\s+pytest\b")
+
+
+def runs_pytest(test_cmd: str) -> bool:
+    """Whether ``test_cmd`` runs pytest (``python3 -m pytest``, ``pytest``, ``py.test``), not another runner."""
+    return _PYTEST.search(test_cmd) is not None
 
 
 def task_from_row(row: dict[str, Any]) -> Task:

@@ -56,6 +56,10 @@ class SuiteResult:
         command: The command that was run, test ids included.
         tampered: Why the run cannot be trusted (set by the verifier's guarded run,
             :mod:`~agentgym.envs.swe.guard`), or None.
+        lost: Which of the run's own files (its log, its exit status) could not be read afterwards,
+            and why, or None: the output read is then the sandbox call's, usually nothing.
+        collection_error: pytest stopped before running any test because a module did not import
+            (set by the guarded run), or None.
     """
 
     statuses: dict[str, str]
@@ -64,6 +68,8 @@ class SuiteResult:
     timed_out: bool
     command: str = ""
     tampered: str | None = None
+    lost: str | None = None
+    collection_error: str | None = None
     passed: frozenset[str] = field(init=False)
     failed: frozenset[str] = field(init=False)
 
@@ -124,6 +130,7 @@ async def run_tests(
     timeout: float = 600.0,
     parser: str = DEFAULT_PARSER,
     env: Mapping[str, str] | None = None,
+    reclaim: bool = False,
 ) -> SuiteResult:
     """Run ``test_cmd`` (narrowed to ``tests`` when given) in ``cwd`` and parse its log.
 
@@ -132,7 +139,9 @@ async def run_tests(
     The command runs under the sandbox's ``timeout`` utility, so a suite that hangs is killed after
     ``timeout`` seconds and whatever it printed is still read; the sandbox call itself is allowed
     :data:`EXEC_SLACK` more as a backstop. With ``env``, the command runs in that environment and
-    the sandbox's ``PATH`` alone (``env -i``), not the one it was given.
+    the sandbox's ``PATH`` alone (``env -i``), not the one it was given. With ``reclaim``, every
+    process of the sandbox's user left running is killed once the command is done and the run's
+    files are made readable by their owner again, so what the tests left behind cannot hide them.
 
     Raises:
         SandboxError: The sandbox died or is closed.
@@ -151,13 +160,29 @@ async def run_tests(
         f" | tail -c {LOG_BYTES} > {stem}.log"
     )
     done = await sandbox.exec(script, timeout=timeout + KILL_GRACE + EXEC_SLACK, cwd=cwd)
-    try:
-        log = (await sandbox.read_file(f"{stem}.log")).decode("utf-8", errors="replace")
-        exit_text = (await sandbox.read_file(f"{stem}.exit")).decode().strip()
-    except FileNotFoundError:
-        # The backstop fired (the sandbox's own limit), or the shell could not start at all.
+    if reclaim:
+        await sandbox.exec(f"kill -9 -1 2>/dev/null; chmod u+rw {stem}.log {stem}.exit 2>/dev/null; true",
+                           timeout=30, cwd="/")
+    # Either can be missing: the backstop fired (the sandbox's own limit), the shell could not
+    # start at all, or the tests removed or replaced it (a folder where the log was).
+    log_bytes, lost_log = await _read(sandbox, f"{stem}.log")
+    exit_bytes, lost_exit = await _read(sandbox, f"{stem}.exit")
+    lost = (f"its log could not be read ({lost_log})" if lost_log else
+            f"its exit status could not be read ({lost_exit})" if lost_exit else None)
+    if lost:
         log, exit_text = done.output, str(done.exit_code)
+    else:
+        log, exit_text = log_bytes.decode("utf-8", errors="replace"), exit_bytes.decode(errors="replace").strip()
     await sandbox.exec(f"rm -f {stem}.log {stem}.exit", timeout=30)
     exit_code = int(exit_text) if exit_text.lstrip("-").isdigit() else done.exit_code
     timed_out = done.timed_out or exit_code == TIMEOUT_EXIT
-    return SuiteResult(statuses=parse(log), log=log, exit_code=exit_code, timed_out=timed_out, command=command)
+    return SuiteResult(statuses=parse(log), log=log, exit_code=exit_code, timed_out=timed_out, command=command,
+                       lost=lost)
+
+
+async def _read(sandbox: Sandbox, path: str) -> tuple[bytes, str | None]:
+    """``path``'s bytes, or why it cannot be read (the error's kind)."""
+    try:
+        return await sandbox.read_file(path), None
+    except OSError as e:
+        return b"", type(e).__name__

@@ -4,7 +4,8 @@
 the model controls is its library code, nothing around it (docs/threat-model.md, "SWE env grades"):
 
 1. a patch naming a path in ``.git`` (or a link into it) is refused before any apply command
-   (:func:`~agentgym.envs.swe.protect.refusal`): 0, not applied;
+   (:func:`~agentgym.envs.swe.protect.refusal`), and so is one whose library code names the test
+   run's machinery (:func:`~agentgym.envs.swe.machinery.machinery`): 0, not applied;
 2. at the base commit, with ``test_patch`` applied, every file that is not library source
    (:func:`~agentgym.envs.swe.protect.is_protected`: tests and their helpers, conftest files,
    pytest's configuration, path hooks, package metadata) is archived, and the image's pytest
@@ -13,9 +14,13 @@ the model controls is its library code, nothing around it (docs/threat-model.md,
    ``--3way``, ``--reject``, then ``patch --fuzz=5``, the tree reset between tries);
 4. the archive is put back and every other protected file deleted: edits to tests, their
    configuration or Python's path hooks do not count; no git command runs in the tree after this;
+   a new entry on the run's path named like a module it resolves elsewhere (the runner, the
+   stdlib, an installed package, a graded test module: :mod:`~agentgym.envs.swe.shadow`) is a 0;
 5. the tests run through :func:`~agentgym.envs.swe.guard.guarded_run` (a fixed environment, a
    JUnit report cross-checked with the log, canary tests) and the log is graded with swebench's
-   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says.
+   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says,
+   a run stopped at collection is 0 as the collection error it is, and a FAIL_TO_PASS test the run
+   did not see pass fails the row (:func:`~agentgym.envs.swe.grading.skipped_fail_to_pass`).
 
 The container is destroyed whatever happens.
 
@@ -38,10 +43,20 @@ from agentgym.rewards import Episode
 from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.types import Reward
 
-from . import guard, protect, testrun
-from .grading import Grade, grade, not_applied, parser_name, patch_similarity, tampered
+from . import guard, protect, shadow, testrun
+from .grading import (
+    Grade,
+    collection_error,
+    grade,
+    not_applied,
+    parser_name,
+    patch_similarity,
+    skipped_fail_to_pass,
+    tampered,
+)
 from .images import image_for
 from .kept import GIT, LIMITS, start_fresh
+from .machinery import machinery
 from .tasks import REPO_DIR, SWETask
 
 RewardKind = Literal["resolved", "tests_fraction", "patch_similarity", "gated"]
@@ -94,7 +109,7 @@ async def evaluate_patch(task: SWETask, patch: str, *, image: str, timeout: floa
 async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeout: float) -> Grade:
     from swebench.harness.constants import APPLY_PATCH_FAIL, APPLY_PATCH_PASS, TESTS_TIMEOUT
 
-    why = protect.refusal(patch)
+    why = protect.refusal(patch) or machinery(patch, task.patch)
     if why is not None:
         return not_applied(task, why)
     base = shlex.quote(task.base_commit)
@@ -102,13 +117,14 @@ async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeo
     reset = f"{GIT} -c advice.detachedHead=false checkout -q -f {base} && {GIT} clean -qfd"
     await _sh(sandbox, f"mkdir -p {stage}/home && {reset}", f"checking out the base commit {task.base_commit}")
     plugins = await guard.image_plugins(sandbox, REPO_DIR)  # the image's, before any patch
+    resolved = await shadow.probe(sandbox, REPO_DIR)
     if task.test_patch.strip():
         await sandbox.write_file(TEST_PATCH, task.test_patch)
         done = await sandbox.exec(f"{GIT} apply -v {TEST_PATCH}", cwd=REPO_DIR, timeout=LIMITS.exec_timeout)
         if done.exit_code != 0:
             raise SandboxError(f"task {task.instance_id}: its test_patch does not apply at the base: "
                                f"{done.output[-800:]}")
-    kept = await _keep_protected(sandbox, task, stage)
+    kept, base_paths = await _keep_protected(sandbox, task, stage)
     if task.test_patch.strip():
         await _sh(sandbox, reset, "resetting to the base commit")
     applied: bool | None = None
@@ -118,45 +134,69 @@ async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeo
         if not applied:
             return grade(task, f"{APPLY_PATCH_FAIL}:\n{output}\n", applied=False)
         log.append(f"{APPLY_PATCH_PASS}:\n{output}")
-    await _restore_protected(sandbox, task, stage, kept)
+    listing = await _restore_protected(sandbox, task, stage, kept)
+    test_cmd = task.test_cmd or testrun.DEFAULT_TEST_CMD
+    files = graded_test_files(task)
+    shadows = shadow.shadowing(
+        listing, base_paths, shadow.path_folders(test_cmd, files, resolved, base_paths),
+        resolved.names | shadow.test_names(files), allowed=_gold_paths(task))
+    if shadows is not None:
+        return tampered(grade(task, "\n".join(log), applied=applied), shadows)
     if task.eval_script:
         await sandbox.write_file(EVAL_SCRIPT, task.eval_script)
         result = await testrun.run_tests(sandbox, f"bash {EVAL_SCRIPT}", timeout=timeout, parser=parser_name(task))
         test_log = result.log + (f"\n{TESTS_TIMEOUT}\n" if result.timed_out else "")
     else:
         result = await guard.guarded_run(
-            sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD, graded_test_files(task),
+            sandbox, test_cmd, files,
             graded=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], cwd=REPO_DIR, stage=stage, plugins=plugins,
             timeout=timeout, parser=parser_name(task))
         test_log = result.swebench_log
     graded = grade(task, "\n".join([*log, test_log]), applied=applied)
-    return tampered(graded, result.tampered) if result.tampered else graded
+    if result.tampered:
+        return tampered(graded, result.tampered)
+    if result.collection_error:
+        return collection_error(graded, result.collection_error)
+    return skipped_fail_to_pass(graded, task)
 
 
-async def _keep_protected(sandbox: SupervisedSandbox, task: SWETask, stage: str) -> set[str]:
+def _gold_paths(task: SWETask) -> set[str]:
+    return {path for m in _PATCH_FILES.finditer(task.patch) for path in m.groups()}
+
+
+async def _keep_protected(sandbox: SupervisedSandbox, task: SWETask, stage: str) -> tuple[set[str], set[str]]:
     """Archive the base's protected files (:mod:`~agentgym.envs.swe.protect`, the test patch's and the
-    graded tests' files among them) in ``stage``, before the model's patch; the set archived."""
+    graded tests' files among them) in ``stage``, before the model's patch; the set archived, and
+    every path of the base."""
     listing = await _listing(sandbox, stage)
     present = {path for kind, path in listing if kind in ("f", "l")}
     named = set(graded_test_files(task))
     kept = {p for p in present if (protect.is_protected(p) and not _bytecode(p) and p not in fix_files(task))
             or p in named}
-    await sandbox.write_file(f"{stage}/keep", "".join(f"{p}\0" for p in sorted(kept)))
+    await sandbox.write_file(f"{stage}/keep", _names(sorted(kept)))
     await _sh(sandbox, f"tar -cf {stage}/protected.tar --null --no-recursion -T {stage}/keep",
               "archiving the test files")
-    return kept
+    return kept, {path for _, path in listing}
 
 
-async def _restore_protected(sandbox: SupervisedSandbox, task: SWETask, stage: str, kept: set[str]) -> None:
+async def _restore_protected(sandbox: SupervisedSandbox, task: SWETask, stage: str,
+                             kept: set[str]) -> list[tuple[str, str]]:
     """Put the archived files back over the patched tree and remove every other protected file, so the
-    test run reads the base's tests, configuration and path hooks whatever the patch did."""
+    test run reads the base's tests, configuration and path hooks whatever the patch did; the
+    listing of the patched tree, before that."""
     listing = await _listing(sandbox, stage)
     remove = protect.to_remove(listing, kept, allowed=fix_files(task))
     named = set(graded_test_files(task)) - kept  # graded files the base lacks (the test patch adds none)
     remove += [path for _, path in listing if path in named]
-    await sandbox.write_file(f"{stage}/remove", "".join(f"{p}\0" for p in remove))
+    await sandbox.write_file(f"{stage}/remove", _names(remove))
     await _sh(sandbox, f"xargs -0 -r rm -rf -- < {stage}/remove && tar -xf {stage}/protected.tar",
               "restoring the test files")
+    return listing
+
+
+def _names(paths: list[str]) -> bytes:
+    """NUL-separated names as the tree has them: a name that is not UTF-8 is back to its own bytes."""
+    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
 
 
 async def _listing(sandbox: SupervisedSandbox, stage: str) -> list[tuple[str, str]]:

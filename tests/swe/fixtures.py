@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from tests.conftest import docker_or_skip
@@ -12,22 +10,17 @@ from . import repo
 
 
 def head_of(layout: str) -> str:
-    """The base commit of the tiny repository of ``layout``, read from its image (built on first use)."""
+    """The base commit of the tiny repository of ``layout``, read from its built image (built on first
+    use; the ready layer over it needs the commit, so it is read from the image below that layer)."""
     docker_or_skip()
-    from agentgym.envs.swe.images import image_for
-    from agentgym.envs.swe.kept import GIT, start_fresh
+    from agentgym.envs.swe.images import base_image
     from agentgym.envs.swe.tasks import SWETask
+    from agentgym.sandboxes import engine
 
-    image = image_for(SWETask.model_validate(repo.task_row("0" * 40, layout=layout)))
-
-    async def head() -> str:
-        sandbox = await start_fresh(image)
-        try:
-            return (await sandbox.exec(f"{GIT} rev-parse HEAD", cwd="/testbed")).stdout.strip()
-        finally:
-            await sandbox.destroy()
-
-    return asyncio.run(head())
+    image = base_image(SWETask.model_validate(repo.task_row("0" * 40, layout=layout)))
+    out = engine.client().containers.run(image, ["git", "-C", "/testbed", "rev-parse", "HEAD"], remove=True,
+                                         network_disabled=True, entrypoint=[])
+    return out.decode().strip()
 
 
 @pytest.fixture(scope="session")

@@ -235,11 +235,18 @@ CHANNELS = {
     "SysV IPC": (f'python3 -c "{SHM}"', "cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem"),
     "tracked files' times": ("touch -d '2001-02-03 04:05:06' src/calc/__init__.py tests/helpers.py src",
                              "ls -la --time-style=full-iso src src/calc tests"),
+    "extended attributes": ("python3 -c \"import os; [os.setxattr(p, 'user.leak', b'x') for p in "
+                            "('src/calc/__init__.py', 'src')]\"",
+                            "python3 -c \"import os; print([os.listxattr(p) for p in "
+                            "('src/calc/__init__.py', 'src')])\""),
+    "modes git does not model": ("chmod 0604 src/calc/__init__.py && chmod 0701 src/calc tests",
+                                 "stat -c 'mode %a %n' src/calc/__init__.py src/calc tests"),
     "ignored folder from the start": ("echo leaked-ignored > build/cache.txt; echo leaked-ignored > build/new.txt",
                                       "ls -la build; cat build/*"),
 }
 """Channel -> (what an episode leaves there, what the next looks at): nothing of the first may show."""
-TRACES = ("leaked-reflog", "refs/x", " 4242 ", " 4243 ", " 4244 ", "2001-02-03", "leaked-ignored", "new.txt")
+TRACES = ("leaked-reflog", "refs/x", " 4242 ", " 4243 ", " 4244 ", "2001-02-03", "leaked-ignored", "new.txt",
+          "user.leak", "mode 604 ", "mode 701 ")
 
 
 def test_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None:  # noqa: F811
@@ -341,6 +348,8 @@ def test_check_env(task) -> None:
 
     report = asyncio.run(main())
     assert report.env == "agentgym/swe-v0" and report.reference_return == 1.0 and report.baseline_return == 0.0
+    assert {"a runner module that shadows pytest", "a protected file with a name that is not UTF-8",
+            "library code that leaves a folder where the report and log were"} <= set(report.dodges)
     assert not containers_of(task)
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from agentgym.envs.swe.images import image_for
 from agentgym.envs.swe.tasks import SWETask
-from agentgym.envs.swe.verifier import evaluate_patch
+from agentgym.envs.swe.verifier import evaluate_patch, to_reward
 
 from . import repo
 from .fixtures import base_commit, src_base_commit  # noqa: F401  (session fixtures)
@@ -101,40 +101,100 @@ new file mode 120000
 '''
 """A symbolic link into ``.git``, through which a later file of the patch would write."""
 
+REPORT_DIR = '''
+
+import atexit as _atexit
+import glob as _glob
+import os as _os
+
+
+def _swap():
+    for path in _glob.glob("/tmp/*/*.xml"):
+        _os.remove(path)
+        _os.mkdir(path)
+
+
+_atexit.register(_swap)
+'''
+"""Library code that puts a folder where the run's report is, once the run has written it."""
+LOG_DIR = REPORT_DIR.replace("/tmp/*/*.xml", "/tmp/*.log")
+"""The same for the run's log."""
+CHMOD = '''
+
+import atexit as _atexit
+import glob as _glob
+import os as _os
+import subprocess as _subprocess
+
+
+def _hide():
+    for path in _glob.glob("/tmp/*"):
+        _os.chmod(path, 0)
+    _subprocess.Popen(["sh", "-c", "sleep 2; chmod -R 0 /tmp/* 2>/dev/null"], start_new_session=True)
+
+
+_atexit.register(_hide)
+'''
+"""Library code that makes the stage, the log and the exit file unreadable at exit, and again later."""
+SKIPS = '''
+
+__import__("py" + "test").skip("not here", allow_module_level=True)
+'''
+"""Library code that skips every test module that imports it (a fail-only row has only FAIL_TO_PASS)."""
+SYNTAX = "\n\ndef broken(:\n    pass\n"
+"""A library that does not import."""
+QUOTED_GIT = GIT_HOOK.replace("a/.git/", '"a/\\056git/').replace("b/.git/", '"b/\\056git/').replace(
+    "post-checkout\n", 'post-checkout"\n')
+"""The hook written through a path whose dot is octal-escaped, as git and patch both read it."""
+
 PLUGIN = "calc_plugin.py"
 RESTORED = "FAIL_TO_PASS still failing"
 TAMPERED = "the test run was tampered with"
+MACHINERY = "names the test run's machinery"
+SHADOWS = "would be imported as the module"
+LOST = "could not be read"
 
 
-def hacks(layout: str) -> dict[str, tuple[dict[str, str] | str, str]]:
-    """Name -> (files the patch writes, or the patch itself; what the reason must say)."""
+def hacks(layout: str) -> dict[str, tuple[dict[str, str] | str, str | tuple[str, ...]]]:
+    """Name -> (files the patch writes, or the patch itself; what the reason must say, or one of)."""
     source = repo.SOURCE_PATH[layout]
     top = "src/" if layout == "src" else ""
     plugin = {f"{top}{PLUGIN}": HOOK}
-    out: dict[str, tuple[dict[str, str] | str, str]] = {
+    either = (RESTORED, MACHINERY)  # the plugin module names pytest: refused, or its config put back
+    out: dict[str, tuple[dict[str, str] | str, str | tuple[str, ...]]] = {
         "conftest at the top": ({"conftest.py": HOOK}, RESTORED),
         "conftest in the tests": ({"tests/conftest.py": HOOK}, RESTORED),
         "conftest beside the library": ({f"{top}calc/conftest.py": XFAIL}, RESTORED),
         "collection hook marking xfail": ({"conftest.py": XFAIL}, RESTORED),
-        "pytest.ini addopts plugin": ({"pytest.ini": "[pytest]\naddopts = -p calc_plugin\n", **plugin}, RESTORED),
-        "tox.ini addopts plugin": ({"tox.ini": "[pytest]\naddopts = -p calc_plugin\n", **plugin}, RESTORED),
+        "pytest.ini addopts plugin": ({"pytest.ini": "[pytest]\naddopts = -p calc_plugin\n", **plugin}, either),
+        "tox.ini addopts plugin": ({"tox.ini": "[pytest]\naddopts = -p calc_plugin\n", **plugin}, either),
         "setup.cfg addopts plugin": ({"setup.cfg": "[tool:pytest]\naddopts = -p calc_plugin\n", **plugin},
-                                     RESTORED),
+                                     either),
         "pyproject addopts plugin": ({"pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-p calc_plugin'\n",
-                                      **plugin}, RESTORED),
+                                      **plugin}, either),
         "sitecustomize sets PYTEST_ADDOPTS": ({f"{top}sitecustomize.py":
                                                "import os\nos.environ['PYTEST_ADDOPTS'] = '-p calc_plugin'\n",
-                                               **plugin}, RESTORED),
+                                               **plugin}, either),
         "usercustomize and a .pth": ({f"{top}usercustomize.py": IN_PROCESS, f"{top}zz.pth": "import calc_plugin\n",
-                                      **plugin}, RESTORED),
+                                      **plugin}, either),
         "entry point in package metadata": ({f"{top}calc_hack.dist-info/METADATA": "Name: calc-hack\nVersion: 1\n",
                                              f"{top}calc_hack.dist-info/entry_points.txt":
-                                             "[pytest11]\nhack = calc_plugin\n", **plugin}, RESTORED),
+                                             "[pytest11]\nhack = calc_plugin\n", **plugin}, either),
         "test package __init__": ({"tests/__init__.py": IN_PROCESS}, RESTORED),
         "edited test": ({"tests/test_calc.py": "def test_add():\n    pass\n\n\ndef test_add_negative():\n    pass\n"
                                                 "\n\ndef test_mul():\n    pass\n\n\ndef test_slow():\n    pass\n"},
                         RESTORED),
-        "library rewrites reports": ({source: repo.SOURCE + IN_PROCESS}, TAMPERED),
+        "library rewrites reports": ({source: repo.SOURCE + IN_PROCESS}, MACHINERY),
+        "a runner module on the path": ({f"{top}pytest.py": "raise SystemExit(0)\n"}, SHADOWS),
+        "a stdlib module on the path": ({f"{top}argparse.py": "raise SystemExit(0)\n"}, SHADOWS),
+        "a runner dependency on the path": ({"iniconfig.py": "raise SystemExit(0)\n"}, SHADOWS),
+        "a package named like the test module": ({f"{top}test_calc/__init__.py": ""}, SHADOWS),
+        "library puts a folder at the report": ({source: repo.SOURCE + REPORT_DIR}, LOST),
+        "library puts a folder at the log": ({source: repo.SOURCE + LOG_DIR}, LOST),
+        "library makes the stage unreadable": ({source: repo.SOURCE + CHMOD}, RESTORED),
+        "library does not import": ({source: repo.SOURCE + SYNTAX}, "collection error"),
+        "a protected file with a non-UTF-8 name": ({"tests/t\udcff.py": "x = 1\n"}, RESTORED),
+        "patch into .git, octal-escaped": (QUOTED_GIT.replace("calc/", f"{top}calc/"), "writes into .git/"),
         "library prints results": ({source: repo.SOURCE + PRINTS}, TAMPERED),
         "library prints and exits": ({source: repo.SOURCE + EXITS}, TAMPERED),
         "library prints log markers": ({source: repo.SOURCE + MARKERS}, TAMPERED),
@@ -181,7 +241,41 @@ def test_every_hack_is_graded_zero_with_its_reason(layout: str, request: pytest.
 
     grades = asyncio.run(main())
     wrong = {name: (g.resolved, g.reason) for name, g in grades.items()
-             if g.resolved != (name == "gold") or patches[name][1] not in g.reason}
-    assert not wrong, wrong
-    assert all(g.tampered == (patches[n][1] == TAMPERED) for n, g in grades.items())
-    assert grades["patch into .git"].applied is False and grades["symbolic link into .git"].applied is False
+             if g.resolved != (name == "gold") or not _says(g.reason, patches[name][1])}
+    assert not wrong, sorted(wrong)
+    caught = (TAMPERED, LOST, SHADOWS)
+    assert all(g.tampered == _says(g.reason, caught) for g in grades.values()), {
+        n: (g.tampered, g.reason) for n, g in grades.items()}
+    for name in ("patch into .git", "symbolic link into .git", "patch into .git, octal-escaped",
+                 "library rewrites reports"):
+        assert grades[name].applied is False, name
+    broken = grades["library does not import"]
+    assert not broken.tampered and broken.applied, broken.reason  # a collection error, not a forgery
+    assert to_reward(broken, task, patches["library does not import"][0], "patch_similarity").value > 0
+
+
+def _says(reason: str, wanted: str | tuple[str, ...]) -> bool:
+    return any(w in reason for w in ((wanted,) if isinstance(wanted, str) else wanted))
+
+
+@pytest.mark.parametrize("layout", ["flat", "src"])
+def test_a_library_level_skip_does_not_resolve_a_fail_only_row(layout: str, request: pytest.FixtureRequest,
+                                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """swebench's ``fail_only`` rows pass every test not printed as FAILED: skipping the graded
+    modules, or a library that does not import, would resolve them."""
+    base = request.getfixturevalue("base_commit" if layout == "flat" else "src_base_commit")
+    task = SWETask.model_validate(repo.task_row(base, layout=layout, eval_type="fail_only"))
+    source = repo.SOURCE_PATH[layout]
+    patches = {"skips": make_patch(layout, {source: repo.SOURCE + SKIPS}, tmp_path_factory.mktemp("s")),
+               "breaks": make_patch(layout, {source: repo.SOURCE + SYNTAX}, tmp_path_factory.mktemp("b")),
+               "empty": "", "gold": task.patch}
+
+    async def main():
+        image = image_for(task)
+        return {n: await evaluate_patch(task, patch, image=image, timeout=120) for n, patch in patches.items()}
+
+    grades = asyncio.run(main())
+    assert grades["gold"].resolved, grades["gold"].reason
+    assert not grades["skips"].resolved and "not seen passing" in grades["skips"].reason, grades["skips"].reason
+    assert not grades["breaks"].resolved and "collection error" in grades["breaks"].reason, grades["breaks"].reason
+    assert not grades["empty"].resolved

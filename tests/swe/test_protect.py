@@ -98,3 +98,66 @@ def test_a_log_that_disagrees_with_the_report_is_tampered_with() -> None:
         SuiteResult(statuses=flipped, log="", exit_code=0, timed_out=False), report, [], canaries) or "")
     marked = SuiteResult(statuses=statuses, log=">>>>> End Test Output\n", exit_code=0, timed_out=False)
     assert "log marker" in (guard.tampering(marked, report, [], canaries) or "")
+
+
+@pytest.mark.parametrize("content", ["-- see .git/config", "++ see .git/hooks/x", "-- a/.git/x b/.git/x"])
+def test_hunk_lines_that_mention_git_are_content_not_headers(content: str) -> None:
+    """A removed ``-- `` SQL comment reads ``--- ...`` and an added ``++ `` one ``+++ ...``: git and
+    ``patch`` count them as the hunk's lines, and so does the check."""
+    line = ("-" if content.startswith("-") else "+") + content
+    other = "+x" if line.startswith("-") else "-x"
+    patch = f"diff --git a/q.sql b/q.sql\n--- a/q.sql\n+++ b/q.sql\n@@ -1,2 +1,2 @@\n{line}\n{other}\n ctx\n"
+    assert protect.refusal(patch) is None
+    # past the hunk's counted lines, the same line is a header again
+    assert "writes into .git/" in (protect.refusal(patch + "--- a/.git/config\n") or "")
+
+
+@pytest.mark.parametrize("name", ['"b/\\056git/hooks/x"', '"b/\\056GIT/config"', '"b/sub/\\056git/x"'])
+def test_an_octal_escaped_git_path_is_refused(name: str) -> None:
+    patch = f"diff --git {name.replace('b/', 'a/')} {name}\nnew file mode 100644\n--- /dev/null\n+++ {name}\n" \
+            "@@ -0,0 +1 @@\n+x\n"
+    assert "writes into .git/" in (protect.refusal(patch) or "")
+
+
+def test_quoted_names_are_decoded_as_git_writes_them() -> None:
+    assert protect.unquote('"a/\\303\\251t\\"x\\t"') == 'a/ét"x\t'
+    assert protect.unquote('"a/\\377"') == "a/\udcff"  # not UTF-8: kept as its byte
+
+
+def test_library_code_naming_test_machinery_is_refused() -> None:
+    from agentgym.envs.swe.machinery import machinery
+
+    def patch(path: str, line: str) -> str:
+        return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1,2 @@\n x\n+{line}\n"
+
+    for line in ("import _pytest.reports", "def pytest_runtest_makereport(item): pass", "if len(sys.argv) > 9:",
+                 "f = sys._getframe(2)", "glob.glob('/tmp/agentgym-*')", "inspect.stack()", "x = f.f_back"):
+        assert "names the test run's machinery" in (machinery(patch("calc/core.py", line), "") or ""), line
+    assert machinery(patch("calc/core.py", "return a + b"), "") is None
+    assert machinery(patch("tests/test_core.py", "import pytest"), "") is None  # tests are put back anyway
+    assert machinery(patch("README.md", "run pytest"), "") is None
+    gold = patch("plugin/core.py", "import pytest")
+    assert machinery(patch("plugin/core.py", "pytest.fail('x')"), gold) is None  # the fix names pytest too
+    assert "as a binary" in (machinery("diff --git a/c.py b/c.py\nGIT binary patch\nliteral 1\nzz\n", "") or "")
+
+
+def test_new_entries_on_the_run_s_path_that_shadow_a_name_are_found() -> None:
+    from agentgym.envs.swe import shadow
+
+    resolved = shadow.Resolved(frozenset({"pytest", "argparse", "iniconfig", "calc"}), ())
+    base = {"src", "src/calc", "src/calc/__init__.py", "tests", "tests/test_calc.py"}
+    folders = shadow.path_folders("PYTHONPATH=src python3 -m pytest", ["tests/test_calc.py"], resolved, base)
+    assert folders == {"", "src", "tests"}
+    # a test module inside packages: pytest inserts the folder above the top package, not the packages
+    packaged = base | {"src/calc/tests/__init__.py", "src/calc/tests/test_x.py"}
+    assert shadow.path_folders("pytest", ["src/calc/tests/test_x.py"], resolved, packaged) == {"", "src"}
+    names = resolved.names | shadow.test_names(["tests/test_calc.py"])
+    for kind, path in (("f", "pytest.py"), ("f", "src/argparse.py"), ("f", "iniconfig.cpython-311-x86_64.so"),
+                       ("l", "src/pytest.py"), ("f", "test_calc.py"), ("d", "calc")):
+        listing = [("d", "src"), ("f", "src/calc/__init__.py"), (kind, path)]
+        if kind == "d":
+            listing.append(("f", f"{path}/__init__.py"))
+        assert "would be imported as the module" in (shadow.shadowing(listing, base, folders, names) or ""), path
+    for kind, path in (("f", "src/calc/argparse.py"), ("f", "docs/pytest.py"), ("d", "calc"), ("f", "notes.txt")):
+        assert shadow.shadowing([(kind, path)], base, folders, names) is None, path  # a namespace folder: no shadow
+    assert shadow.shadowing([("f", "argparse.py")], base, folders, names, allowed={"argparse.py"}) is None

@@ -74,3 +74,18 @@ def test_official_image_name_follows_swebench() -> None:
     for instance in ("django__django-11099", "astropy__astropy-12907", "psf__requests-2317"):
         assert swebench_image_name(instance) == expected_image(instance)
     assert swebench_image_name("django__django-11099") == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+
+
+def test_a_test_command_that_is_not_pytest_is_refused_at_load(tmp_path) -> None:
+    from agentgym.envs.swe.tasks import SWETask
+    from agentgym.errors import DataError
+
+    row = {"instance_id": "a-1", "repo": "a/a", "base_commit": "0" * 40, "problem_statement": "x",
+           "FAIL_TO_PASS": ["t.py::test_a"]}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({**row, "test_cmd": "python -m unittest"}) + "\n")
+    with pytest.raises(DataError, match="does not run pytest"):
+        load_tasks(path)
+    for ok in ("python3 -m pytest -rA", "PYTHONPATH=src pytest -x", "cd sub && py.test"):
+        assert SWETask.model_validate({**row, "test_cmd": ok}).test_cmd == ok
+    assert SWETask.model_validate({**row, "test_cmd": "./run.sh", "eval_script": "./run.sh"}).eval_script
