@@ -6,7 +6,8 @@ the tool schemas in the system message inside ``<tools>``, calls written by the 
 ``<tool_call>{...}</tool_call>`` text (what :func:`agentgym.parsing.parse_text_tool_calls` reads), and
 tool results in a user turn inside ``<tool_response>``. :data:`COMPACT_TOOLS_TEMPLATE` is the same
 with one line per tool instead of its JSON schema (:func:`use_tool_schemas`). Both render a
-conversation's start as a prefix of the whole conversation, which the TRL rollout path needs to splice env observations in.
+conversation's start as a prefix of the whole conversation, which the TRL rollout path needs to
+splice env observations in.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
-from agentgym.policies.chat_template import chat_dicts
+from agentgym.policies.chat_template import chat_dicts, use_tool_schemas
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
 from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, task_dataset
@@ -46,11 +46,14 @@ class TemplateRenderer:
     blocks), TRL's training variant of it is used, as TRL itself does.
     """
 
-    def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None,
+                 tool_schemas: str | None = None) -> None:
         from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
 
         self.tokenizer = tokenizer
         self.kwargs = dict(chat_template_kwargs or {})
+        if tool_schemas is not None:
+            use_tool_schemas(tokenizer, tool_schemas)
         if not is_chat_template_prefix_preserving(tokenizer):
             self.kwargs["chat_template"] = get_training_chat_template(tokenizer)
 
@@ -109,21 +112,26 @@ class EnvRollout:
 
     Args:
         source: The env to play (id, class, or no-argument factory); one fresh env per rollout.
+            For the code env's text answer mode: ``lambda: make("code", answer="text", ...)``.
+        tool_schemas: ``"full"`` or ``"compact"``: sets the tokenizer's chat template to render tools
+            that way (:func:`~agentgym.policies.chat_template.use_tool_schemas`); ``None`` leaves it.
 
     Attributes:
         generation_seconds: Wall-clock time spent generating so far (env time:
             :func:`agentgym.trl.env_seconds`).
     """
 
-    def __init__(self, source: EnvSource) -> None:
+    def __init__(self, source: EnvSource, *, tool_schemas: str | None = None) -> None:
         self.env_class, self.make_env = env_factory(source)
+        self.tool_schemas = tool_schemas
         self._renderer: TemplateRenderer | None = None
         self.generation_seconds = 0.0
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         if self._renderer is None or self._renderer.tokenizer is not tokenizer:
-            self._renderer = TemplateRenderer(tokenizer, getattr(trainer, "chat_template_kwargs", None))
+            self._renderer = TemplateRenderer(tokenizer, getattr(trainer, "chat_template_kwargs", None),
+                                              self.tool_schemas)
         rollouts = self.play([self.task_of(p) for p in prompts], trainer, self._renderer,
                              trainer.max_completion_length)
         return self.collect(rollouts)
@@ -278,9 +286,13 @@ class RolloutSpec:
 
 
 def rollout_spec(
-    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1
+    source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1,
+    tool_schemas: str | None = None,
 ) -> RolloutSpec:
-    """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``."""
-    rollout = EnvRollout(source)
+    """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``.
+
+    ``tool_schemas`` is :class:`EnvRollout`'s.
+    """
+    rollout = EnvRollout(source, tool_schemas=tool_schemas)
     return RolloutSpec(task_dataset(source, tasks, repeat=repeat), rollout,
                        [env_reward_func(rollout.env_class.__name__)])
