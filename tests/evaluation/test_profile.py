@@ -14,17 +14,18 @@ from agentgym.evaluation.profile import read_informative
 from agentgym.policies.base import Reply
 from agentgym.types import Message, Task, ToolSpec
 
+SEEN: dict[str, int] = {}  # first turns played, by task
+
 
 class EveryOther:
     """Solves a task on its first, third... episode of it and submits the bare prompt otherwise."""
 
     name = "every-other"
-    seen: dict[str, int] = {}
 
     async def act(self, messages: list[Message], tools: list[ToolSpec], *, task: Task) -> Reply:
         if not any(m.role == "assistant" for m in messages):  # an episode's first turn
-            EveryOther.seen[task.id] = EveryOther.seen.get(task.id, 0) + 1
-        count = EveryOther.seen[task.id]
+            SEEN[task.id] = SEEN.get(task.id, 0) + 1
+        count = SEEN[task.id]
         solved = task.id.endswith(("0", "2", "4", "6", "8", "a", "c", "e")) or count % 2 == 1
         return await (ReferenceSolution() if solved else PromptBaseline()).act(messages, tools, task=task)
 
