@@ -97,17 +97,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         os.environ[hosts.ENV_VAR] = ",".join(map(str, args.docker_hosts))
     cls = env_class(args.env)
-    env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
-    if args.max_turns is not None:
-        env_kwargs["max_turns"] = args.max_turns
-    env_kwargs.update(dict(args.env_arg))
-    _refuse_object_args(env_kwargs)
-    backend = env_kwargs["sandbox_backend"]
-    if backend not in SANDBOXES:
-        raise EnvError(f"--env-arg sandbox_backend={backend!r}: use one of {', '.join(SANDBOXES)}")
-    options = {"api_base": args.api_base, "temperature": args.temperature, "max_tokens": args.max_tokens,
-               "timeout": args.request_timeout, "concurrency": args.concurrency}
-    policy = load_policy(args.model, cls, **{k: v for k, v in options.items() if v is not None})
+    env_kwargs = _env_kwargs(args)
+    policy = load_policy(args.model, cls, **_policy_options(args))
     tasks = cls.load_tasks(args.tasks) if args.tasks is not None else None
     executor_options: dict[str, Any] = {}
     if args.executor == "ray":
@@ -165,6 +156,66 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished episodes are in {out}; rerun with --resume to continue", file=sys.stderr)
         return 130
+
+
+def _policy_options(args: argparse.Namespace) -> dict[str, Any]:
+    from agentgym.policies import LOCAL_PREFIX
+
+    options = {"api_base": args.api_base, "temperature": args.temperature, "max_tokens": args.max_tokens,
+               "timeout": args.request_timeout, "concurrency": args.concurrency,
+               "tool_schemas": args.tool_schemas}
+    if args.tool_schemas is not None and not args.model.startswith(LOCAL_PREFIX):
+        raise AgentgymError("--tool-schemas applies to local: models (a hosted model renders tools itself)")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _env_kwargs(args: argparse.Namespace) -> dict[str, object]:
+    env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
+    if args.max_turns is not None:
+        env_kwargs["max_turns"] = args.max_turns
+    env_kwargs.update(dict(args.env_arg))
+    _refuse_object_args(env_kwargs)
+    backend = env_kwargs["sandbox_backend"]
+    if backend not in SANDBOXES:
+        raise EnvError(f"--env-arg sandbox_backend={backend!r}: use one of {', '.join(SANDBOXES)}")
+    return env_kwargs
+
+
+def _cmd_tasks_profile(args: argparse.Namespace) -> int:
+    from agentgym.evaluation import evaluate
+    from agentgym.evaluation.profile import informative, profiles, write
+    from agentgym.policies import load_policy
+    from agentgym.registry import env_class
+
+    _import_modules(args.imports)
+    cls = env_class(args.env)
+    env_kwargs = _env_kwargs(args)
+    policy = load_policy(args.model, cls, **_policy_options(args))
+    tasks = cls.load_tasks(args.tasks) if args.tasks is not None else None
+
+    async def run() -> Any:
+        from agentgym.sandboxes import SandboxRuntime
+
+        async with SandboxRuntime():
+            return await evaluate(args.env, policy, tasks=tasks, task_file=args.tasks, limit=args.limit,
+                                  samples=args.samples, seed=args.seed, concurrency=args.concurrency,
+                                  env_kwargs=env_kwargs, progress=False)
+
+    import asyncio
+
+    _, trajectories = asyncio.run(run())
+    found = profiles(trajectories)
+    width = max((len(p.task_id) for p in found), default=4)
+    print(f"{'task':<{width}}  solved  rate   95% interval")
+    for p in found:
+        print(f"{p.task_id:<{width}}  {p.successes:>2}/{p.samples:<3} {p.rate:5.0%}  [{p.low:.2f}, {p.high:.2f}]")
+    keep = informative(found)
+    print(f"{len(keep)} of {len(found)} tasks have a pass rate strictly between 0 and 1")
+    if args.out:
+        write(found, args.out, {"env": args.env, "policy": policy.name, "samples": args.samples, "seed": args.seed,
+                                "tasks_spec": args.tasks, "env_kwargs": {k: str(v) for k, v in env_kwargs.items()}})
+        print(f"profile: {args.out}")
+    return 0
 
 
 #: Env arguments that take Python objects (a verifier, a simulated user, a feedback rule): text from
@@ -287,7 +338,31 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--temperature", type=float, help="the model's sampling temperature (default 0)")
     ev.add_argument("--max-tokens", type=count, help="cap on the model's completion tokens per turn")
     ev.add_argument("--request-timeout", type=seconds, help="seconds to wait for one model response")
+    ev.add_argument("--tool-schemas", choices=("full", "compact"),
+                    help="local: models only: each tool's JSON schema in the prompt, or one line per tool")
     ev.set_defaults(func=_cmd_eval)
+
+    tasks = sub.add_parser("tasks", help="look at an environment's tasks")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    prof = tasks_sub.add_parser("profile", parents=[imports],
+                                help="per task: a policy's pass rate over --samples episodes, with its 95%% interval")
+    prof.add_argument("env")
+    prof.add_argument("--model", required=True, help="as for agentgym eval")
+    prof.add_argument("--samples", type=count, default=4, help="episodes per task (default 4)")
+    prof.add_argument("--tasks", help="a task file or spec in the env's format (procedural:easy:train:0-99)")
+    prof.add_argument("--limit", type=count)
+    prof.add_argument("--seed", type=int, default=0)
+    prof.add_argument("--concurrency", type=count, default=8)
+    prof.add_argument("--sandbox", default="auto", choices=SANDBOXES)
+    prof.add_argument("--max-turns", type=count)
+    prof.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",
+                      help="a keyword argument for the environment (repeatable), e.g. answer=text")
+    prof.add_argument("--temperature", type=float)
+    prof.add_argument("--max-tokens", type=count)
+    prof.add_argument("--tool-schemas", choices=("full", "compact"))
+    prof.add_argument("--out", help="write the profile as JSON (its 'informative' list: rates strictly between "
+                                    "0 and 1, what benchmarks/learning_curve.py --train-profile reads)")
+    prof.set_defaults(func=_cmd_tasks_profile, api_base=None, request_timeout=None)
 
     data = sub.add_parser("data", help="download and cache the data sets environments use")
     data_sub = data.add_subparsers(dest="data_command", required=True)

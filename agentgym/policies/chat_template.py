@@ -4,8 +4,10 @@ Small instruct models (SmolLM2, for one) ship a ChatML template that drops the `
 so a model served with it would never learn which tools exist. This template is Qwen2.5's layout:
 the tool schemas in the system message inside ``<tools>``, calls written by the model as Hermes-style
 ``<tool_call>{...}</tool_call>`` text (what :func:`agentgym.parsing.parse_text_tool_calls` reads), and
-tool results in a user turn inside ``<tool_response>``. It renders a conversation's start as a prefix
-of the whole conversation, which the TRL rollout path needs to splice env observations in.
+tool results in a user turn inside ``<tool_response>``. :data:`COMPACT_TOOLS_TEMPLATE` is the same
+with one line per tool instead of its JSON schema (:func:`use_tool_schemas`). Both render a
+conversation's start as a prefix of the whole conversation, which the TRL rollout path needs to
+splice env observations in.
 """
 
 from __future__ import annotations
@@ -15,11 +17,7 @@ from typing import Any
 
 from agentgym.types import Message
 
-HERMES_CHATML_TEMPLATE = (
-    "{%- if messages and messages[0]['role'] == 'system' %}"
-    "{%- set system = messages[0]['content'] %}{%- set rest = messages[1:] %}"
-    "{%- else %}{%- set system = 'You are a helpful assistant.' %}{%- set rest = messages %}{%- endif %}"
-    "{{- '<|im_start|>system\\n' + system }}"
+HERMES_TOOLS_BLOCK = (
     "{%- if tools %}"
     "{{- '\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
     "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
@@ -28,6 +26,25 @@ HERMES_CHATML_TEMPLATE = (
     "within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, "
     "\"arguments\": <args-json-object>}\\n</tool_call>' }}"
     "{%- endif %}"
+)
+COMPACT_TOOLS_BLOCK = (
+    "{%- if tools %}"
+    "{{- '\\n\\nTools. Call one with <tool_call>{\"name\": NAME, \"arguments\": {ARG: VALUE}}</tool_call>:' }}"
+    "{%- for tool in tools %}{%- set f = tool.get('function', tool) %}"
+    "{{- '\\n- ' + f['name'] + '(' }}"
+    "{%- for pname, p in (f.get('parameters') or {}).get('properties', {}).items() %}"
+    "{{- (', ' if not loop.first else '') + pname + ': ' + (p.get('type') or 'any') | string }}"
+    "{%- endfor %}"
+    "{{- '): ' + (f.get('description') or '').split('\\n')[0] }}"
+    "{%- endfor %}"
+    "{%- endif %}"
+)
+HERMES_CHATML_TEMPLATE = (
+    "{%- if messages and messages[0]['role'] == 'system' %}"
+    "{%- set system = messages[0]['content'] %}{%- set rest = messages[1:] %}"
+    "{%- else %}{%- set system = 'You are a helpful assistant.' %}{%- set rest = messages %}{%- endif %}"
+    "{{- '<|im_start|>system\\n' + system }}"
+    + HERMES_TOOLS_BLOCK +
     "{{- '<|im_end|>\\n' }}"
     "{%- for message in rest %}"
     "{%- if message['role'] == 'tool' %}"
@@ -47,6 +64,31 @@ HERMES_CHATML_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
+
+COMPACT_TOOLS_TEMPLATE = HERMES_CHATML_TEMPLATE.replace(HERMES_TOOLS_BLOCK, COMPACT_TOOLS_BLOCK)
+"""The same ChatML layout with each tool on one line, ``- name(arg: type, ...): first line of its
+description``, after one line saying how to call them: the full JSON schemas cost a small model
+about 300 prompt tokens for the code env's two tools, this about 60."""
+
+TOOL_SCHEMAS = ("full", "compact")
+
+
+def use_tool_schemas(tokenizer: Any, schemas: str) -> bool:
+    """Render tools as ``schemas`` says: ``"full"`` (the model's own template, or
+    :data:`HERMES_CHATML_TEMPLATE` when that hides tools) or ``"compact"`` (:data:`COMPACT_TOOLS_TEMPLATE`,
+    for ChatML models); True if the template was replaced.
+
+    Raises:
+        ValueError: An unknown ``schemas``, or ``"compact"`` for a tokenizer without ChatML tokens.
+    """
+    if schemas not in TOOL_SCHEMAS:
+        raise ValueError(f"tool schemas {schemas!r}: use one of {', '.join(TOOL_SCHEMAS)}")
+    if schemas == "full":
+        return ensure_tool_template(tokenizer)
+    _require_chatml(tokenizer, "the compact tool rendering is a ChatML template")
+    tokenizer.chat_template = COMPACT_TOOLS_TEMPLATE
+    return True
+
 
 def chat_dicts(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Messages as chat-template input (tool calls in text stay in the content, as the model wrote them)."""
@@ -84,8 +126,12 @@ def ensure_tool_template(tokenizer: Any) -> bool:
     """
     if shows_tools(tokenizer):
         return False
-    if "<|im_start|>" not in tokenizer.get_vocab() or "<|im_end|>" not in tokenizer.get_vocab():
-        raise ValueError("the model's chat template does not show tools and it has no ChatML tokens "
-                         "(<|im_start|>, <|im_end|>): give it a chat template that renders `tools`")
+    _require_chatml(tokenizer, "the model's chat template does not show tools")
     tokenizer.chat_template = HERMES_CHATML_TEMPLATE
     return True
+
+
+def _require_chatml(tokenizer: Any, why: str) -> None:
+    if "<|im_start|>" not in tokenizer.get_vocab() or "<|im_end|>" not in tokenizer.get_vocab():
+        raise ValueError(f"{why} and the model has no ChatML tokens (<|im_start|>, <|im_end|>): "
+                         "give it a chat template that renders `tools`")

@@ -29,7 +29,7 @@ from typing import Any
 
 from agentgym.errors import PolicyError
 from agentgym.policies.base import Reply
-from agentgym.policies.chat_template import chat_dicts, ensure_tool_template
+from agentgym.policies.chat_template import chat_dicts, use_tool_schemas
 from agentgym.types import Message, Task, ToolSpec, Usage
 
 #: Generates completions for a batch of prompts (token ids), each capped at the given token count.
@@ -238,17 +238,25 @@ class LocalModelPolicy:
         seed: Seeds sampling (each batch gets ``seed + its number``).
         window: See :class:`GenerationBatcher`.
         max_batch: See :class:`GenerationBatcher`.
+        tool_schemas: ``"full"`` (each tool's JSON schema, as the chat template renders it) or
+            ``"compact"`` (one line per tool, for small ChatML models:
+            :func:`~agentgym.policies.chat_template.use_tool_schemas`).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str = "local", temperature: float = 0.0,
-                 max_tokens: int = 512, seed: int | None = 0, window: float = 0.005, max_batch: int = 16) -> None:
+                 max_tokens: int = 512, seed: int | None = 0, window: float = 0.005, max_batch: int = 16,
+                 tool_schemas: str = "full") -> None:
         self.name = name
         self.model = model
         self.tokenizer = tokenizer
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
-        ensure_tool_template(tokenizer)
+        self.tool_schemas = tool_schemas
+        try:
+            use_tool_schemas(tokenizer, tool_schemas)
+        except ValueError as e:
+            raise PolicyError(f"{name}: {e}", fatal=True) from None
         self.batcher = GenerationBatcher(transformers_generate(model, tokenizer, temperature=temperature, seed=seed),
                                          window=window, max_batch=max_batch)
 
@@ -258,7 +266,7 @@ class LocalModelPolicy:
 
         Options meant for hosted models (``api_base``, ``timeout``...) are refused, not ignored.
         """
-        known = {"temperature", "max_tokens", "seed", "window", "max_batch", "concurrency"}
+        known = {"temperature", "max_tokens", "seed", "window", "max_batch", "concurrency", "tool_schemas"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise PolicyError(f"local:{spec}: options {', '.join(unknown)} do not apply to a local model", fatal=True)
@@ -271,8 +279,9 @@ class LocalModelPolicy:
 
     def identity(self) -> dict[str, Any]:
         """What decides this policy's actions, recorded with a run so that a resume cannot mix two."""
-        return {"model": self.name, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "seed": self.seed}
+        identity = {"model": self.name, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                    "seed": self.seed}
+        return identity if self.tool_schemas == "full" else {**identity, "tool_schemas": self.tool_schemas}
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[int]:
         """The prompt's token ids: the conversation through the chat template, with the generation prompt."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from agentgym.env import Env
 from agentgym.errors import EnvError
-from agentgym.policies.chat_template import chat_dicts
+from agentgym.policies.chat_template import chat_dicts, use_tool_schemas
 from agentgym.rewards.group import zero_signal_groups
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
@@ -49,11 +49,14 @@ class TemplateRenderer:
     blocks), TRL's training variant of it is used, as TRL itself does.
     """
 
-    def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None,
+                 tool_schemas: str | None = None) -> None:
         from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
 
         self.tokenizer = tokenizer
         self.kwargs = dict(chat_template_kwargs or {})
+        if tool_schemas is not None:
+            use_tool_schemas(tokenizer, tool_schemas)
         if not is_chat_template_prefix_preserving(tokenizer):
             self.kwargs["chat_template"] = get_training_chat_template(tokenizer)
 
@@ -112,6 +115,7 @@ class EnvRollout:
 
     Args:
         source: The env to play (id, class, or no-argument factory); one fresh env per rollout.
+            For the code env's text answer mode: ``lambda: make("code", answer="text", ...)``.
         resample: DAPO's dynamic sampling: up to this many times per batch, replay every group whose
             episodes all scored the same (reward and every component) on a fresh task drawn from
             ``pool``, so the batch is not spent on zero gradient. 0 (the default) replaces nothing.
@@ -120,14 +124,18 @@ class EnvRollout:
             prompt text it logs for the row stays the one it sampled.
         pool: Tasks to draw replacements from (required with ``resample``).
         seed: Seeds the draws.
+        tool_schemas: ``"full"`` or ``"compact"``: sets the tokenizer's chat template to render tools
+            that way (:func:`~agentgym.policies.chat_template.use_tool_schemas`); ``None`` leaves it.
 
     Attributes:
         generation_seconds: Wall-clock time spent generating so far (env time:
             :func:`agentgym.trl.env_seconds`).
     """
 
-    def __init__(self, source: EnvSource, *, resample: int = 0, pool: Sequence[Task] = (), seed: int = 0) -> None:
+    def __init__(self, source: EnvSource, *, resample: int = 0, pool: Sequence[Task] = (), seed: int = 0,
+                 tool_schemas: str | None = None) -> None:
         self.env_class, self.make_env = env_factory(source)
+        self.tool_schemas = tool_schemas
         self._renderer: TemplateRenderer | None = None
         self.generation_seconds = 0.0
         if resample < 0 or (resample and not pool):
@@ -137,7 +145,8 @@ class EnvRollout:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         if self._renderer is None or self._renderer.tokenizer is not tokenizer:
-            self._renderer = TemplateRenderer(tokenizer, getattr(trainer, "chat_template_kwargs", None))
+            self._renderer = TemplateRenderer(tokenizer, getattr(trainer, "chat_template_kwargs", None),
+                                              self.tool_schemas)
         rollouts = self.play([self.task_of(p) for p in prompts], trainer, self._renderer,
                              trainer.max_completion_length)
         resampled = [0.0] * len(rollouts)
@@ -344,7 +353,7 @@ def component_config(weights: list[float] | None) -> dict[str, Any]:
 
 def rollout_spec(
     source: EnvSource, tasks: Sequence[Task] | None = None, *, repeat: int | None = 1,
-    components: Mapping[str, float] | None = None, resample: int = 0,
+    components: Mapping[str, float] | None = None, resample: int = 0, tool_schemas: str | None = None,
 ) -> RolloutSpec:
     """The dataset, rollout function and env reward function to train on ``source`` with ``rollout_func``.
 
@@ -356,9 +365,10 @@ def rollout_spec(
             within its group (see :mod:`agentgym.trl.components`).
         resample: Replace zero-signal groups with fresh tasks up to this many times a batch (see
             :class:`EnvRollout`).
+        tool_schemas: :class:`EnvRollout`'s.
     """
     pool = list(tasks) if tasks is not None else (list(env_factory(source)[1]().tasks()) if resample else [])
-    rollout = EnvRollout(source, resample=resample, pool=pool)
+    rollout = EnvRollout(source, resample=resample, pool=pool, tool_schemas=tool_schemas)
     funcs = [env_reward_func(reward_name(source, rollout.env_class.__name__))]
     weights = None
     if components is not None:

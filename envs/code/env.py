@@ -9,18 +9,23 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.env import Dodge, Env
-from agentgym.errors import DataError, ToolError
+from agentgym.errors import DataError, EnvError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.tools import tool
-from agentgym.types import Reward, Task
+from agentgym.types import Message, Reward, Task
 
 from .dryrun import decide
 from .grading import GRADING_MODES, Report, verify
 from .policies import PromptBaseline, ReferenceSolution
+from .procedural import is_spec
 from .tasks import load_tasks
 from .verifier import DEFAULT_TIMEOUT, PassesTests
 
 FENCED_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+ANSWER_MODES = ("tools", "text")
+TEXT_INSTRUCTION = "Write this Python function. Answer with the complete function in one ```python code block."
+"""The one instruction of the text answer mode, before the task's signature and docstring."""
 
 
 @cache
@@ -31,8 +36,15 @@ def _humaneval() -> tuple[Task, ...]:
 class CodeEnv(Env):
     """Write a Python function: try code in a persistent session, then submit the function.
 
-    Tasks are HumanEval's 164 problems by default, or any JSONL file with the same fields
-    (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``). The verifier (:class:`PassesTests`, through
+    Tasks are HumanEval's 164 problems by default, any JSONL file with the same fields
+    (``CodeEnv(tasks_path=...)``, ``agentgym eval --tasks``), or procedural tasks made from seeds
+    (``tasks_path="procedural:easy:train:0-999"``, :mod:`~agentgym.envs.code.procedural`).
+
+    Two answer modes. ``answer="tools"`` (the default): the ``python`` and ``submit`` tools, up to
+    ``max_turns`` turns. ``answer="text"``, for small models: no tools and one turn; the prompt is
+    the function's signature and docstring after one instruction (:data:`TEXT_INSTRUCTION`), and
+    the reply's last fenced code block is the submission, graded by the same verifier as a
+    ``submit`` of that code. The verifier (:class:`PassesTests`, through
     :mod:`~agentgym.envs.code.grading`) runs the submission and the task's tests in two sandboxes of
     their own (never the model's), and only plain values cross between them, so nothing the
     submission does can decide its grade (docs/threat-model.md). The reward is 1 when every test
@@ -45,10 +57,13 @@ class CodeEnv(Env):
     release_before_scoring = True  # the tests get sandboxes of their own
 
     def __init__(self, *, tasks_path: str | Path | None = None, verify_timeout: float = DEFAULT_TIMEOUT,
-                 grading: str = "isolated", dry_run: bool | None = None, **kwargs: Any) -> None:
+                 grading: str = "isolated", dry_run: bool | None = None, answer: str = "tools",
+                 **kwargs: Any) -> None:
         """
         Args:
-            tasks_path: A HumanEval-format JSONL file; HumanEval when omitted.
+            tasks_path: A HumanEval-format JSONL file, or a procedural spec; HumanEval when omitted.
+            answer: ``"tools"`` or ``"text"`` (see the class docstring); text mode plays one turn
+                unless ``max_turns`` says otherwise.
             verify_timeout: Seconds the submission and its tests may take in all; past it the tests
                 left fail (the verifier's, when it is the class's :class:`PassesTests`).
             grading: How the task set is graded, for rows that do not say: ``isolated`` (the
@@ -59,16 +74,25 @@ class CodeEnv(Env):
             dry_run: Before a task's first episode, grade its canonical solution and a broken one
                 isolated and by plain Python (:mod:`~agentgym.envs.code.dryrun`); a task whose grades
                 differ is refused (an episode ``error`` with the statement at fault) or, under ``auto``,
-                graded in-process. Default: on for a task file, off for the built-in HumanEval.
+                graded in-process. Default: on for a task file, off for the built-in HumanEval and
+                procedural specs.
             **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
+        if answer not in ANSWER_MODES:
+            raise EnvError(f"answer={answer!r}: use one of {', '.join(ANSWER_MODES)}")
+        if answer == "text":
+            kwargs.setdefault("max_turns", 1)
         super().__init__(**kwargs)
         if grading not in (*GRADING_MODES, "auto"):
             raise DataError(f"grading must be one of {', '.join(GRADING_MODES)}, auto; got {grading!r}")
+        self.answer = answer
+        if answer == "text":
+            self._tools = {}  # type: ignore[misc]  # a tool call is answered "unknown tool"; the reply is the answer
         self.tasks_path = tasks_path
         self.verify_timeout = verify_timeout
         self.grading = grading
-        self.dry_run = tasks_path is not None if dry_run is None else dry_run
+        # A task file is dry-run by default; HumanEval and procedural tasks are made with solutions known to grade.
+        self.dry_run = (tasks_path is not None and not is_spec(tasks_path)) if dry_run is None else dry_run
         if self._verifier is None and isinstance(type(self).verifier, PassesTests):
             self._verifier = PassesTests(timeout=verify_timeout, grading=grading, dry_run=self.dry_run)
 
@@ -89,8 +113,18 @@ class CodeEnv(Env):
         """Tasks from a HumanEval-format JSONL file (``task_id``, ``prompt``, ``test``, ``entry_point``)."""
         return load_tasks(path)
 
-    def system_prompt(self, task: Task) -> str:
+    def system_prompt(self, task: Task) -> str | None:
+        if self.answer == "text":
+            return None  # every token counts for a small model: the chat template's own default stands
         return "You are an expert Python programmer. Use the tools to test your code before submitting."
+
+    def opening_messages(self, task: Task) -> list[Message]:
+        """In text mode, the short prompt: the instruction, then the signature and docstring fenced."""
+        if self.answer != "text" or "prompt" not in task.data:
+            return super().opening_messages(task)
+        prompt = f"{TEXT_INSTRUCTION}\n\n```python\n{task.data['prompt']}```"
+        return [*([Message(role="system", content=task.system)] if task.system else []),
+                Message(role="user", content=prompt)]
 
     @tool
     async def python(self, code: str) -> str:

