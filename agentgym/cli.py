@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="local: models only: each tool's JSON schema in the prompt, or one line per tool")
     ev.set_defaults(func=_cmd_eval)
 
-    tasks = sub.add_parser("tasks", help="look at an environment's tasks")
+    tasks = sub.add_parser("tasks", help="look at tasks: a policy's pass rate per task, how code tasks will be graded")
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
     prof = tasks_sub.add_parser("profile", parents=[imports],
                                 help="per task: a policy's pass rate over --samples episodes, with its 95%% interval")
@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_commands(sub, _env_arg)
     add_swe_commands(sub)
     add_gui_commands(sub)
-    add_code_commands(sub)
+    add_code_commands(tasks_sub)
     return parser
 
 

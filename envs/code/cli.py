@@ -16,11 +16,9 @@ exit status:
 """
 
 
-def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``tasks check`` on the ``agentgym`` command's subparsers."""
-    tasks = subparsers.add_parser("tasks", help="code task files: check how each task will be graded")
-    commands = tasks.add_subparsers(dest="tasks_command", required=True)
-    check = commands.add_parser(
+def add_commands(tasks_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``check`` on the subparsers of ``agentgym tasks``."""
+    check = tasks_commands.add_parser(
         "check", help="per task of a HumanEval-format file: how it will be graded, or why it is refused",
         description="Reads each row, checks its test, and dry-runs its canonical solution and a broken one "
                     "isolated and by plain Python (in one interpreter): a task whose grades differ is refused "
