@@ -104,6 +104,7 @@ def test_cli_runs_a_registered_env_with_an_llm_customer_and_counts_its_usage_apa
     # the agent is scripted (no tokens); the customer made 2 calls per task (details, then stop) plus a retry
     assert (summary["prompt_tokens"], summary["cost_usd"]) == (0, 0.0)
     assert summary["usage_by_role"]["user"] == {"prompt_tokens": 3 * 90, "completion_tokens": 3 * 23,
-                                                "cost_usd": 0.0, "retries": 1}
+                                                "cost_usd": 0.0, "retries": 1,
+                                                "unpriced_calls": 6}  # the fake customer model has no price
     assert "user usage" in done.stdout
     assert server.served == {"429": 1, "ok": 6}
