@@ -49,14 +49,9 @@ RESULTS = results_path("swe_env")
 async def tiny_task() -> Task:
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from tests.swe import repo
+    from tests.swe.fixtures import head_of
 
-    image = await asyncio.to_thread(image_for, SWETask.model_validate(repo.task_row("0" * 40)))
-    sandbox = await start_fresh(image)
-    try:
-        head = (await sandbox.exec(f"{GIT} rev-parse HEAD", cwd="/testbed")).stdout.strip()
-    finally:
-        await sandbox.destroy()
-    return SWETask.model_validate(repo.task_row(head)).to_task()
+    return SWETask.model_validate(repo.task_row(await asyncio.to_thread(head_of, "flat"))).to_task()
 
 
 async def plain_verify(swe: SWETask, patch: str, image: str) -> Grade:
