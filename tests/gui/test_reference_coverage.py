@@ -58,12 +58,12 @@ def test_the_coverage_command_prints_a_row_per_task_and_fails_on_a_task_it_does_
     rows = {line.split(" | ")[0].strip("| "): line for line in stdout.splitlines() if line.startswith("| ")}
     assert {"click-button", "enter-text", "book-flight"} <= set(rows)
     assert rows["click-button"].endswith("| yes |") and rows["enter-text"].endswith("| yes |")
-    assert rows["book-flight"].endswith("| no |")  # no solver: the reference gives up, reward 0
+    assert rows["book-flight"].endswith("| no |")  # no solver: the reference gives up, the page's failure value
     assert "covered: 2 of 3 tasks" in stdout
     assert code == 1  # a task listed is not covered
     saved = json.loads(out.read_text())["tasks"]
     assert saved["enter-text"]["reference"] == [1.0, 1.0] and all(r < 1 for r in saved["enter-text"]["wrong"])
-    assert saved["book-flight"]["reference"] == [0.0, 0.0]
+    assert saved["book-flight"]["reference"] == [-1.0, -1.0]  # a finish before the verdict scores -1
 
 
 def _episode(task: str, reward: float, outcome: str = "terminated") -> Trajectory:
