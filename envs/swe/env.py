@@ -31,6 +31,7 @@ from .verifier import RewardKind, Submitted, SWEVerifier, graded_test_files
 OUTPUT_CHARS = 16000
 """Characters of a command's output the model reads: the first and last halves, the middle cut."""
 MAX_BASH_SECONDS = 600.0
+NAME_MAX = 255  # bytes in one file name, as Linux file systems allow
 LISTING_ENTRIES = 400
 
 
@@ -247,7 +248,12 @@ class SWEEnv(Env):
         exists = await self.sandbox.exec(f"test -e {shlex.quote(full)}", cwd=REPO_DIR)
         if exists.exit_code == 0:
             raise ToolError(f"{path} already exists; edit it with str_replace")
-        await self.sandbox.write_file(full, file_text)
+        try:
+            await self.sandbox.write_file(full, file_text)
+        except ConnectionError:
+            raise  # the sandbox, not the model
+        except OSError as e:  # a name too long, a file where a folder must be: the model's path
+            raise ToolError(f"cannot create {full}: {e.strerror or e}") from None
         return f"Created {path} ({len(file_text.splitlines())} lines)."
 
     @tool
@@ -306,7 +312,10 @@ class SWEEnv(Env):
         if not path.strip():
             raise ToolError("path is empty")
         _no_nul(path, "a path")
-        return posixpath.normpath(posixpath.join(REPO_DIR, path))
+        full = posixpath.normpath(posixpath.join(REPO_DIR, path))
+        if any(len(part.encode()) > NAME_MAX for part in full.split("/")):
+            raise ToolError(f"a name in the path is longer than {NAME_MAX} bytes")
+        return full
 
     async def _read(self, full: str) -> str:
         try:
