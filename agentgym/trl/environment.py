@@ -375,9 +375,14 @@ class EnvironmentSpec:
 
     def config_overrides(self) -> dict[str, Any]:
         """``GRPOConfig`` keyword arguments this spec needs: per-component normalisation when it has components."""
-        if self.reward_weights is None:
-            return {}
-        return {"multi_objective_aggregation": "normalize_then_sum", "reward_weights": list(self.reward_weights)}
+        return component_config(self.reward_weights)
+
+
+def component_config(weights: list[float] | None) -> dict[str, Any]:
+    """``multi_objective_aggregation="normalize_then_sum"`` and the weights, or nothing without components."""
+    if weights is None:
+        return {}
+    return {"multi_objective_aggregation": "normalize_then_sum", "reward_weights": list(weights)}
 
 
 def environment_spec(

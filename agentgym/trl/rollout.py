@@ -32,7 +32,7 @@ from agentgym.rewards.group import zero_signal_groups
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
 from agentgym.trl.components import component_reward_funcs
-from agentgym.trl.environment import TASK_COLUMN, EnvSource, env_factory, reward_name, task_dataset
+from agentgym.trl.environment import TASK_COLUMN, EnvSource, component_config, env_factory, reward_name, task_dataset
 from agentgym.trl.generation import generate
 from agentgym.trl.metrics import episode_metrics, log_batch
 from agentgym.types import Message, Task, Trajectory
@@ -342,13 +342,6 @@ class RolloutSpec:
     def config_overrides(self) -> dict[str, Any]:
         """``GRPOConfig`` keyword arguments this spec needs: per-component normalisation when it has components."""
         return component_config(self.reward_weights)
-
-
-def component_config(weights: list[float] | None) -> dict[str, Any]:
-    """``multi_objective_aggregation="normalize_then_sum"`` and the weights, or nothing without components."""
-    if weights is None:
-        return {}
-    return {"multi_objective_aggregation": "normalize_then_sum", "reward_weights": list(weights)}
 
 
 def rollout_spec(
