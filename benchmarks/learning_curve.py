@@ -279,7 +279,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--train-profile", type=Path, help="keep the training tasks an agentgym tasks profile "
                                                            "--out file lists as informative")
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--lr", type=float, default=1e-5)
+    parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--beta", type=float, default=0.0, help="GRPO's KL coefficient")
     parser.add_argument("--generations", type=int, default=4, help="completions per task in a GRPO group")
     parser.add_argument("--tasks-per-step", type=int, default=4)
@@ -347,6 +347,7 @@ def main() -> None:
                    "steps": args.steps, "lr": args.lr, "beta": args.beta, "generations": args.generations,
                    "tasks_per_step": args.tasks_per_step, "max_completion_length": args.max_completion_length,
                    "temperature": args.temperature, "seed": args.seed, "gpu": args.gpu, "tiny": args.tiny,
+                   "sandbox": args.sandbox,
                    "parameters": model.num_parameters(), "chat_template_replaced": replaced,
                    "torch_threads": torch.get_num_threads(), "heldout_tasks": [t.id for t in heldout]},
         "evaluation": {"samples": args.eval_samples, "max_tokens": args.max_completion_length,
