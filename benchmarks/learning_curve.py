@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import random
 import re
@@ -241,9 +242,14 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     curve = result["trained"]["steps"]
     x = list(range(1, len(curve) + 1))
-    ax.plot(x, [s["reward"] for s in curve], color="tab:blue",
-            label=f"training reward (lr={result['trained']['lr']:g})")
-    ax.fill_between(x, [s["low"] for s in curve], [s["high"] for s in curve], color="tab:blue", alpha=0.2)
+    rewards = [s["reward"] for s in curve]
+    ax.plot(x, rewards, color="tab:blue", alpha=0.5, label=f"training reward per step (lr={result['trained']['lr']:g})")
+    ax.fill_between(x, [max(0.0, s["low"]) for s in curve], [min(1.0, s["high"]) for s in curve], color="tab:blue",
+                    alpha=0.15)
+    # One step is 16 episodes, so its mean is noisy; the running mean shows the trend.
+    window = 5
+    running = [statistics.fmean(rewards[max(0, i - window + 1): i + 1]) for i in range(len(rewards))]
+    ax.plot(x, running, color="tab:blue", linewidth=2, label=f"running mean of {window} steps")
     ax.axhline(result["heldout_before"]["mean"], color="tab:grey", linestyle="--",
                label="held-out, control (starting weights)")
     ax.axhline(result["heldout_after"]["mean"], color="tab:green", linestyle="--", label="held-out, trained")
@@ -294,6 +300,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--gpu", action="store_true", help="train on the GPU in bf16, generate with vLLM (colocated)")
     parser.add_argument("--tiny", action="store_true", help="CI smoke: 2 steps, 2+2 tasks, groups of 2")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--replot", type=Path, metavar="RESULT", help="only draw the plot of a finished result file")
     args = parser.parse_args()
     if args.tiny:
         # The least that still runs every part (a GRPO group is 2): its CPU time is what a loaded CI pays.
@@ -314,6 +321,9 @@ def default_out(args: argparse.Namespace) -> Path:
 
 def main() -> None:
     args = parse_args()
+    if args.replot:
+        print(f"wrote {plot(json.loads(args.replot.read_text()), args.replot.with_suffix('.png'))}")
+        return
     out = args.out or default_out(args)
 
     import torch

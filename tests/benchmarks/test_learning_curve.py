@@ -9,11 +9,13 @@ two steps show nothing, the full run's result file says what did.
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.benchmarks.scripts import run_script
+from tests.benchmarks.scripts import BENCHMARKS, run_script
 from tests.conftest import docker_or_skip
 
 #: Minutes on an idle 2-core machine (the first GGUF load converts the model); far more on a loaded one.
@@ -35,7 +37,7 @@ def test_learning_curve_tiny_runs_both_arms_and_writes_result_and_plot(tmp_path:
     assert config["tasks"] == "procedural:easy" and len(config["train_tasks"]) == len(config["heldout_tasks"]) == 2
     assert not set(config["train_tasks"]) & set(config["heldout_tasks"])
     steps = result["trained"]["steps"]
-    assert result["trained"]["lr"] == 1e-5 and len(steps) == config["steps"] == 2
+    assert result["trained"]["lr"] == 3e-5 and len(steps) == config["steps"] == 2
     assert all(0.0 <= s["reward"] <= 1.0 and s["low"] <= s["reward"] <= s["high"] for s in steps)
     assert all(s["model_tokens"] > 0 and s["seconds"] >= s["env_seconds"] >= 0 for s in steps)
     for phase in ("heldout_before", "heldout_after"):
@@ -44,4 +46,10 @@ def test_learning_curve_tiny_runs_both_arms_and_writes_result_and_plot(tmp_path:
     effect = result["effect"]
     assert effect["low"] <= effect["mean"] <= effect["high"] and effect["tasks"] == len(config["heldout_tasks"])
     assert result["shows_learning"] == (effect["low"] > 0) and result["complete"]
-    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = out.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png.unlink()
+    redrawn = subprocess.run([sys.executable, str(BENCHMARKS / "learning_curve.py"), "--replot", str(out)],
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert redrawn.returncode == 0, redrawn.stderr[-3000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
