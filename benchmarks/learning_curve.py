@@ -200,9 +200,12 @@ def train(model: Any, tokenizer: Any, make_env: Callable[[], Env], tasks: Sequen
             log(f"  step {state.global_step}/{args.steps}: {wall:.0f}s (env {env:.0f}s, "
                 f"generation {gen:.0f}s, {tokens} tokens)")
 
+    batch = args.tasks_per_step * args.generations
     config = GRPOConfig(
         output_dir=str(output), use_cpu=not args.gpu, bf16=args.gpu, gradient_checkpointing=False, report_to="none",
-        per_device_train_batch_size=args.tasks_per_step * args.generations, num_generations=args.generations,
+        # One optimizer step per generation batch; --micro-batch splits its forward/backward to bound memory.
+        per_device_train_batch_size=micro_batch(args), gradient_accumulation_steps=batch // micro_batch(args),
+        num_generations=args.generations,
         max_completion_length=args.max_completion_length, learning_rate=args.lr, max_steps=args.steps,
         logging_steps=1, save_strategy="no", seed=args.seed, data_seed=args.seed, disable_tqdm=True,
         temperature=args.temperature, beta=args.beta,
@@ -214,13 +217,17 @@ def train(model: Any, tokenizer: Any, make_env: Callable[[], Env], tasks: Sequen
     trainer.train()
     key = f"rewards/{spec.reward_funcs[0].__name__}"
     logs = [h for h in trainer.state.log_history if f"{key}/mean" in h]
-    batch = args.tasks_per_step * args.generations
     curve = []
     for h, step in zip(logs, meter.steps, strict=False):
         band = 1.96 * h.get(f"{key}/std", 0.0) / batch ** 0.5
         curve.append({"reward": h[f"{key}/mean"], "low": h[f"{key}/mean"] - band, "high": h[f"{key}/mean"] + band,
                       **step})
     return {"lr": args.lr, "steps": curve}
+
+
+def micro_batch(args: argparse.Namespace) -> int:
+    """Completions per forward/backward pass: the whole step's batch unless ``--micro-batch`` divides it."""
+    return args.micro_batch or args.tasks_per_step * args.generations
 
 
 def _cost(curve: list[dict[str, float]]) -> dict[str, float]:
@@ -291,6 +298,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tasks-per-step", type=int, default=4)
     parser.add_argument("--max-completion-length", type=int, default=96, help="tokens per episode, all turns")
     parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--micro-batch", type=int, default=0,
+                        help="completions per forward/backward (0: the whole step's); a divisor of the step's batch "
+                             "bounds memory for long episodes (tools mode at 192 tokens needs over 21 GB whole)")
     parser.add_argument("--sft-steps", type=int, default=0, help="warm-start steps on reference trajectories")
     parser.add_argument("--sft-lr", type=float, default=5e-5)
     parser.add_argument("--eval-samples", type=int, default=4, help="held-out episodes per task, per evaluation")
@@ -308,6 +318,9 @@ def parse_args() -> argparse.Namespace:
         args.tasks_per_step, args.max_completion_length, args.eval_samples = 1, 32, 1
         args.train_seeds = "0-9"
         args.sft_steps = min(args.sft_steps, 1)
+    if (args.tasks_per_step * args.generations) % micro_batch(args):
+        parser.error(f"--micro-batch {args.micro_batch} does not divide the step's "
+                     f"{args.tasks_per_step * args.generations} completions")
     if args.env_tasks == "humaneval" and not args.train_tasks:
         args.train_tasks = 8
     return args
@@ -357,7 +370,7 @@ def main() -> None:
                    "steps": args.steps, "lr": args.lr, "beta": args.beta, "generations": args.generations,
                    "tasks_per_step": args.tasks_per_step, "max_completion_length": args.max_completion_length,
                    "temperature": args.temperature, "seed": args.seed, "gpu": args.gpu, "tiny": args.tiny,
-                   "sandbox": args.sandbox,
+                   "sandbox": args.sandbox, "micro_batch": micro_batch(args),
                    "parameters": model.num_parameters(), "chat_template_replaced": replaced,
                    "torch_threads": torch.get_num_threads(), "heldout_tasks": [t.id for t in heldout]},
         "evaluation": {"samples": args.eval_samples, "max_tokens": args.max_completion_length,
