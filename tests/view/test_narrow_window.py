@@ -1,7 +1,7 @@
 """The report in an 800 px window, where the episode viewer sits below the list, read in Chromium.
 
-Clicking an episode brings it into view (it renders some 1,600 px below the row, where nobody sees
-it); ``#episode-N`` opens episode N and lands on it, on load and as an in-page link; the sticky
+Clicking an episode brings it into view (it renders under the list, off screen, so the click
+seemed to do nothing); ``#episode-N`` opens episode N and lands on it, on load and as an in-page link; the sticky
 header keeps one height whatever the number of runs; reward components and per-task outcomes come
 a table per env, with that env's runs only; and the comparison names the baseline the user chose.
 """
