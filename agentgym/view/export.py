@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from agentgym.errors import DataError
 from agentgym.types import Message, ToolCall, Trajectory, iter_jsonl, write_jsonl
+from agentgym.view.call_ids import template_call_ids
 
 Format = Literal["datasets", "parquet", "jsonl"]
 DERIVED = ("success", "num_turns", "prompt_tokens", "completion_tokens", "cost_usd")
@@ -239,7 +240,12 @@ def env_tools(env_id: str) -> list[dict[str, Any]] | None:
 
 
 def sft_rows(trajectories: Iterable[Trajectory], *, successful_only: bool = False) -> list[dict[str, Any]]:
-    """Rows for TRL's ``SFTTrainer``: ``messages`` (the whole conversation) and ``tools`` (function specs).
+    """Rows for TRL's ``SFTTrainer``: ``messages`` (the conversation) and ``tools`` (function specs).
+
+    The conversation ends with the model's last message: the tool answers after it are the env's
+    text, which no model is trained to write, and Mistral's fine-tuning validator refuses a
+    conversation that does not end with the assistant. An episode without an assistant message
+    gives no row.
 
     ``tools`` is the env's tools as OpenAI function specs (``{"type": "function", "function": {name,
     description, parameters}}``), what ``apply_chat_template(tools=...)`` takes; empty for an env not
@@ -253,7 +259,12 @@ def sft_rows(trajectories: Iterable[Trajectory], *, successful_only: bool = Fals
             continue
         if t.env not in tools:
             tools[t.env] = env_tools(t.env) or []
-        rows.append({"messages": [sft_message(m) for m in t.all_messages()], "tools": tools[t.env],
+        messages = [sft_message(m) for m in t.all_messages()]
+        while messages and messages[-1]["role"] != "assistant":
+            messages.pop()
+        if not messages:
+            continue
+        rows.append({"messages": template_call_ids(messages), "tools": tools[t.env],
                      "task_id": t.task_id, "reward": t.reward})
     return rows
 

@@ -29,7 +29,7 @@ from agentgym.errors import DataError, reason_line
 from agentgym.evaluation.metrics import cost_text
 from agentgym.types import Trajectory
 from agentgym.view import plots
-from agentgym.view.pairing import pairings
+from agentgym.view.pairing import by_env, pairings
 from agentgym.view.runs import Run
 from agentgym.view.stats import Comparison, compare
 
@@ -103,12 +103,22 @@ def summary_section(runs: list[Run]) -> str:
 
 
 def components_section(runs: list[Run]) -> str:
-    names = sorted({k for r in runs for k in r.summary.reward_components})
-    if not names:
+    """Mean reward components, a table per env: each env's rubric has its own components."""
+    if not any(r.summary.reward_components for r in runs):
         return "<p>No reward components recorded.</p>"
-    rows = [[r.name, *(f"{r.summary.reward_components[k]:.4f}" if k in r.summary.reward_components else "–"
-                       for k in names)] for r in runs]
-    return _table("components-table", ["run", *names], rows)
+    groups = by_env(runs)
+    parts = []
+    for k, (env, group) in enumerate(groups.items()):
+        names = sorted({c for r in group for c in r.summary.reward_components})
+        if len(groups) > 1:
+            parts.append(f'<h3 class="env-head">{_e(env)}</h3>')
+        if not names:
+            parts.append("<p>No reward components recorded.</p>")
+            continue
+        rows = [[r.name, *(f"{r.summary.reward_components[c]:.4f}" if c in r.summary.reward_components else "–"
+                           for c in names)] for r in group]
+        parts.append(_table("components-table" if k == 0 else f"components-table-{k}", ["run", *names], rows))
+    return "".join(parts)
 
 
 def tool_errors_section(runs: list[Run]) -> str:
@@ -150,8 +160,23 @@ def failures_section(runs: list[Run]) -> str:
     return _table("failures-table", ["run", "episodes", "reason", ""], rows, raw=True)
 
 
-def comparison_section(comparisons: list[Comparison], envs: dict[str, str]) -> tuple[str, list[plots.Figure]]:
-    """The comparison table, a row per compared pair under its env's heading, and the wins plot's figure."""
+def baseline_note(env: str, names: list[str], baseline: str | None) -> str:
+    """How an env's runs were paired, for its heading: with the chosen baseline, or pairwise and why."""
+    if baseline is None:
+        return f"{env}: pairwise, the earlier run of each pair as its baseline"
+    if baseline in names:
+        return f"{env}: each run against the baseline {baseline} (--baseline)"
+    return (f"{env}: pairwise, the earlier run of each pair as its baseline "
+            f"(--baseline {baseline} is not a run of this env)")
+
+
+def comparison_section(comparisons: list[Comparison], envs: dict[str, str],
+                       baseline: str | None = None) -> tuple[str, list[plots.Figure]]:
+    """The comparison table, a row per compared pair under its env's heading, and the wins plot's figure.
+
+    The heading says how that env's runs were paired, naming the baseline the user chose (or why it
+    was not used there); each row names its run and its baseline.
+    """
     if not comparisons:
         return ("<p>Nothing to compare: a comparison pairs runs of one env, and no env has two runs here.</p>",
                 [])
@@ -163,7 +188,8 @@ def comparison_section(comparisons: list[Comparison], envs: dict[str, str]) -> t
     for c in comparisons:
         if envs[c.b] != env:
             env = envs[c.b]
-            rows.append(f'<tr class="env-row"><th colspan="{len(head)}">{_e(env)}</th></tr>')
+            note = baseline_note(env, [name for name, e in envs.items() if e == env], baseline)
+            rows.append(f'<tr class="env-row"><th colspan="{len(head)}">{_e(note)}</th></tr>')
         cells = [f'<td class="id">{_e(f"{c.b} vs {c.a}")}</td>']
         if not c.pairs:
             cells += ["<td>0: no task and seed in common</td>", *["<td>–</td>"] * (len(head) - 2)]
@@ -214,20 +240,29 @@ def natural_key(text: str) -> list[Any]:
 
 
 def task_table(runs: list[Run]) -> dict[str, Any]:
-    """Per task (in task-id order) and run: episodes, successes, mean reward (``null`` where a run lacks it)."""
-    stats: list[dict[str, list[float]]] = []
+    """Per task and run: episodes, successes, mean reward (``null`` where a run lacks it), env by env.
+
+    Tasks are grouped by env (in the order the runs first show it), then in task-id order. ``env``
+    gives each task's group in ``envs``, whose ``runs`` are the runs with an episode of that env: the
+    page shows a table per env with those runs as its columns, so a code run's column never fills a
+    search task's row with dashes.
+    """
+    stats: list[dict[tuple[str, str], list[float]]] = []
+    order: dict[str, int] = {}
     for r in runs:
-        acc: dict[str, list[float]] = {}
+        acc: dict[tuple[str, str], list[float]] = {}
         for t in r.trajectories:
-            row = acc.setdefault(t.task_id, [0, 0, 0.0])
+            order.setdefault(t.env, len(order))
+            row = acc.setdefault((t.env, t.task_id), [0, 0, 0.0])
             row[0] += 1
             row[1] += t.success
             row[2] += t.reward
         stats.append(acc)
-    tasks = sorted({t for s in stats for t in s}, key=natural_key)
-    cells = [[[int(s[t][0]), int(s[t][1]), round(s[t][2] / s[t][0], 6)] if t in s else None for s in stats]
-             for t in tasks]
-    return {"tasks": tasks, "cells": cells}
+    keys = sorted({k for s in stats for k in s}, key=lambda k: (order[k[0]], natural_key(k[1])))
+    cells = [[[int(s[k][0]), int(s[k][1]), round(s[k][2] / s[k][0], 6)] if k in s else None for s in stats]
+             for k in keys]
+    envs = [{"env": env, "runs": [i for i, s in enumerate(stats) if any(k[0] == env for k in s)]} for env in order]
+    return {"tasks": [k[1] for k in keys], "env": [order[k[0]] for k in keys], "envs": envs, "cells": cells}
 
 
 def chunks(runs: list[Run]) -> list[str]:
@@ -254,6 +289,15 @@ def _plot_cell(figure: plots.Figure) -> str:
     return f'<div class="plot" id="{_e(figure.id)}"></div>'
 
 
+def report_title(runs: list[Run]) -> str:
+    """The runs' names while they fit a line, else their count: the sticky header stays one line high."""
+    names = ", ".join(r.name for r in runs)
+    if len(runs) <= 2 and len(names) <= 60:
+        return f"agentgym report: {names}"
+    envs = by_env(runs)
+    return f"agentgym report: {len(runs)} runs of {len(envs)} env{'s' if len(envs) > 1 else ''}"
+
+
 def build_report(runs: list[Run], *, title: str | None = None, baseline: str | None = None) -> str:
     """The report's HTML for ``runs``: runs of one env are compared with ``baseline`` (a run's name) or pairwise.
 
@@ -262,7 +306,7 @@ def build_report(runs: list[Run], *, title: str | None = None, baseline: str | N
     """
     comparisons = [compare(a.trajectories, b.trajectories, names=(a.name, b.name)) for a, b in pairings(runs, baseline)]
     figures, left_out = plots.run_plots(runs)
-    comparison, wins = comparison_section(comparisons, {r.name: r.summary.env for r in runs})
+    comparison, wins = comparison_section(comparisons, {r.name: r.summary.env for r in runs}, baseline)
     notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in left_out)
     sections = {
         "SUMMARY": summary_section(runs),
@@ -277,7 +321,7 @@ def build_report(runs: list[Run], *, title: str | None = None, baseline: str | N
             "plots": {f.id: f.spec for f in [*figures, *wins]}, "plotConfig": plots.CONFIG}
     chunk_tags = "".join(f'<script type="text/plain" id="chunk-{i}">{c}</script>' for i, c in enumerate(chunks(runs)))
     values = {
-        "TITLE": _e(title or "agentgym report: " + ", ".join(r.name for r in runs)),
+        "TITLE": _e(title or report_title(runs)),
         "STYLE": _asset("report.css"),
         "PLOTLY": plots.plotly_js(),
         "DATA": _script_json(data),

@@ -8,6 +8,7 @@ browser tests with a reason; under CI (``CI`` set) a missing browser is a failur
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,37 @@ def paired_runs(real_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFac
         write_jsonl(where / f"{env}__worse.jsonl", worse)
         made += [run, where / f"{env}__worse.jsonl"]
     return made
+
+
+def assert_paired(messages: list[dict[str, Any]]) -> None:
+    """An SFT conversation's call ids: each 9 alphanumeric characters, unique, every answer naming its call.
+
+    The calls of real reference runs are one per message and answered in order; the conversation
+    ends with the model's message, whose calls have no answer in it.
+    """
+    ids = [c["id"] for m in messages for c in m.get("tool_calls", [])]
+    assert ids and all(re.fullmatch(r"[a-zA-Z0-9]{9}", i) for i in ids) and len(set(ids)) == len(ids), ids
+    answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert answered == ids[:len(answered)] and messages[-1]["role"] == "assistant", (answered, ids)
+    assert len(answered) == len(ids) - len(messages[-1].get("tool_calls", []))
+
+
+@pytest.fixture(scope="session")
+def rows(real_runs: dict[str, Path]) -> list[dict[str, Any]]:
+    """SFT rows of the code and search runs, as written to a dataset and read back (what a trainer reads)."""
+    from datasets import load_from_disk
+
+    from agentgym.types import read_jsonl
+    from agentgym.view.export import sft_rows, write_sft
+
+    made = sft_rows([*read_jsonl(real_runs["code"]), *read_jsonl(real_runs["search"])])
+    assert {r["tools"][0]["function"]["name"] for r in made} == {"python", "search"}
+    where = real_runs["code"].parent / "sft-templates"
+    if not where.exists():
+        write_sft(made, where, "datasets")
+    back = [dict(r) for r in load_from_disk(str(where))]
+    assert back == made  # keys stay as written: no None-filled keys from Arrow's struct unification
+    return back
 
 
 @pytest.fixture(scope="module")

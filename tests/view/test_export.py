@@ -105,7 +105,8 @@ def test_sft_rows_select_and_shape(real_runs):
     assert len(every) == 6  # the crashed episode stops mid-way: never a training example
     assert len(sft_rows([*episodes, failed_copy(episodes[1])], successful_only=True)) == 5
     row = every[0]
-    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    # It ends with the model's message: the answer to the last call is the env's text, nothing to learn.
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
     call = row["messages"][2]["tool_calls"][0]
     assert call["type"] == "function" and call["function"]["name"] == "python"
     assert "def " in call["function"]["arguments"]["code"]  # a mapping, as chat templates read it

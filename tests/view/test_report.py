@@ -94,7 +94,8 @@ def test_runs_pair_within_their_env_and_with_a_named_baseline(paired_runs, page,
     assert rows.all_inner_texts() and [r.split("\t")[0] for r in rows.all_inner_texts()] == [
         "code__worse vs code__reference", "search__worse vs search__reference"]
     envs = page.page.locator("#comparison-table tr.env-row").all_inner_texts()
-    assert envs == ["agentgym/code-v0", "agentgym/search-v0"]
+    assert envs == [f"agentgym/{env}-v0: pairwise, the earlier run of each pair as its baseline"
+                    for env in ("code", "search")]
     assert "no task and seed in common" not in page.page.locator("#comparison").inner_text()
     first = rows.nth(0).locator("td")
     assert first.nth(1).inner_text() == "5"  # every episode paired

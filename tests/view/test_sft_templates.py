@@ -24,10 +24,7 @@ from typing import Any
 
 import pytest
 
-from agentgym.types import read_jsonl
-from agentgym.view.export import sft_rows, write_sft
-
-from .conftest import agentgym
+from .conftest import agentgym, assert_paired
 
 pytest.importorskip("trl")
 
@@ -126,21 +123,6 @@ def tokenizer_from_files(chat_template: str, where: Path, *, bos: str, eos: str)
     return AutoTokenizer.from_pretrained(str(where))
 
 
-@pytest.fixture(scope="module")
-def rows(real_runs: dict[str, Path]) -> list[dict[str, Any]]:
-    """SFT rows of the code and search runs, as written to a dataset and read back (what a trainer reads)."""
-    from datasets import load_from_disk
-
-    made = sft_rows([*read_jsonl(real_runs["code"]), *read_jsonl(real_runs["search"])])
-    assert {r["tools"][0]["function"]["name"] for r in made} == {"python", "search"}
-    where = real_runs["code"].parent / "sft-templates"
-    if not where.exists():
-        write_sft(made, where, "datasets")
-    back = [dict(r) for r in load_from_disk(str(where))]
-    assert back == made  # keys stay as written: no None-filled keys from Arrow's struct unification
-    return back
-
-
 @pytest.mark.parametrize("family", FAMILIES, ids=list(FAMILIES))
 def test_rows_render_tool_calls_and_results(family: str, rows: list[dict[str, Any]], tmp_path: Path) -> None:
     spec = FAMILIES[family]
@@ -154,7 +136,7 @@ def test_rows_render_tool_calls_and_results(family: str, rows: list[dict[str, An
             raw = json.dumps(call["arguments"])
             assert json.dumps(raw)[1:-1] not in rendered  # the arguments' JSON text, quoted a second time
         answers = [m for m in row["messages"] if m["role"] == "tool"]
-        assert len(answers) == len(calls)
+        assert_paired(row["messages"])
         for answer in answers:
             assert spec.result(answer["name"], answer["content"]) in rendered, (family, answer["name"])
         for tool in row["tools"]:  # the tools column reaches the template as function specs

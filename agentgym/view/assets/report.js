@@ -146,15 +146,15 @@
     });
     return out;
   }
-  function renderTasks() {
-    const rows = taskRows();
-    const pages = Math.ceil(rows.length / PAGE);
-    taskState.page = Math.max(0, Math.min(taskState.page, pages - 1));
-    const several = DATA.runs.length > 1;
-    const head = el("tr", {}, el("th", {}, "task"), ...DATA.runs.map((r) => el("th", {}, r)), several && el("th", {}, ""));
-    const body = rows.slice(taskState.page * PAGE, (taskState.page + 1) * PAGE).map((i) => {
+  // One table per env, with that env's runs as its columns; the pager pages through all of them.
+  function taskTable(env, rows) {
+    const runs = DATA.tasks.envs[env].runs;
+    const several = runs.length > 1;
+    const head = el("tr", {}, el("th", {}, "task"), ...runs.map((r) => el("th", {}, DATA.runs[r])), several && el("th", {}, ""));
+    const body = rows.map((i) => {
       const task = DATA.tasks.tasks[i];
-      const cells = DATA.tasks.cells[i].map((c, run) => {
+      const cells = runs.map((run) => {
+        const c = DATA.tasks.cells[i][run];
         if (!c) return el("td", {}, "–");
         const [n, ok, reward] = c;
         const cls = ok === n ? "cell-ok" : ok === 0 ? "cell-bad" : "cell-mixed";
@@ -169,7 +169,23 @@
       }, "side by side"));
       return el("tr", { "data-task": task }, el("td", {}, el("code", {}, task)), ...cells, side);
     });
-    document.getElementById("task-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+    return el("table", { class: "grid", "data-env": DATA.tasks.envs[env].env }, el("thead", {}, head), el("tbody", {}, ...body));
+  }
+  function renderTasks() {
+    const rows = taskRows();
+    const pages = Math.ceil(rows.length / PAGE);
+    taskState.page = Math.max(0, Math.min(taskState.page, pages - 1));
+    const shown = rows.slice(taskState.page * PAGE, (taskState.page + 1) * PAGE);
+    const parts = [];
+    for (let start = 0; start < shown.length;) {
+      const env = DATA.tasks.env[shown[start]];
+      let end = start;
+      while (end < shown.length && DATA.tasks.env[shown[end]] === env) end++;
+      if (DATA.tasks.envs.length > 1) parts.push(el("h3", { class: "env-head" }, DATA.tasks.envs[env].env));
+      parts.push(taskTable(env, shown.slice(start, end)));
+      start = end;
+    }
+    document.getElementById("task-table").replaceChildren(...parts);
     pager(document.getElementById("task-pager"), taskState.page, pages, rows.length, "tasks", (p) => {
       taskState.page = p;
       renderTasks();
@@ -271,10 +287,13 @@
     progress();
     indexTrajectories(progress);
   }
-  function resetFilters(changes) {
+  function clearFilters(changes) {
     Object.assign(epState, { run: "", result: "", outcome: "", search: "", failure: null, task: null, page: 0 }, changes);
     document.getElementById("ep-run").value = epState.run;
     for (const id of ["ep-result", "ep-outcome", "ep-search"]) document.getElementById(id).value = "";
+  }
+  function resetFilters(changes) {
+    clearFilters(changes);
     renderEpisodes();
     document.getElementById("episodes").scrollIntoView();
   }
@@ -400,6 +419,9 @@
       viewer.replaceChildren(renderTrajectory(i, t));
       viewer.scrollTop = 0;
       history.replaceState(null, "", `#episode-${i}`);
+      // Below the list on a narrow page: bring the episode up, or the click seems to do nothing.
+      const top = viewer.getBoundingClientRect().top;
+      if (top > window.innerHeight * 0.6 || top < 0) viewer.scrollIntoView({ block: "start" });
     } catch (e) {
       viewer.replaceChildren(el("p", { class: "bad" }, `could not open episode ${i}: ${e}`));
     }
@@ -490,6 +512,16 @@
   }
 
   // ------------------------------------------------------------------ wiring
+  function linkedEpisode() {
+    const m = /^#episode-(\d+)$/.exec(location.hash);
+    return m && Number(m[1]) < N ? Number(m[1]) : -1;
+  }
+  // The list's page that holds episode i, its filters cleared if they hide it.
+  function showInList(i) {
+    if (!episodeRows().includes(i)) clearFilters({});
+    epState.page = Math.floor(episodeRows().indexOf(i) / PAGE);
+    renderEpisodes();
+  }
   function setup() {
     drawPlots();
     const runSel = document.getElementById("ep-run");
@@ -529,15 +561,18 @@
     renderTasks();
     renderEpisodes();
     if (restored && epState.search) search(epState.search);
-    const m = /^#episode-(\d+)$/.exec(location.hash);
-    const open = m && Number(m[1]) < N ? Number(m[1]) : restored && epState.selected >= 0 ? epState.selected : -1;
+    const linked = linkedEpisode();
+    const open = linked >= 0 ? linked : restored && epState.selected >= 0 ? epState.selected : -1;
     if (open >= 0) {
-      if (!restored) {
-        epState.page = Math.floor(episodeRows().indexOf(open) / PAGE);
-        renderEpisodes();
-      }
+      if (!restored) showInList(open);
       openEpisode(open);
     }
+    window.addEventListener("hashchange", () => {  // a link to #episode-N within the page
+      const i = linkedEpisode();
+      if (i < 0) return;
+      showInList(i);
+      openEpisode(i);
+    });
     if (LIVE) watchLive();
   }
   setup();
