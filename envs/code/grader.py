@@ -252,7 +252,7 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
     except BaseException as e:
         channel.send("task_error", "the task's test code failed before check ran: " + _describe(e))
         return
-    relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes)
+    relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes, namespace)
     candidate = relay.remote([0, "function", "ch"])
     for name in (spec["parameter"], spec["entry_point"]):
         if name:
@@ -302,8 +302,9 @@ class Relay:
     """
 
     def __init__(self, channel: Channel, request_bytes: int, reply_bytes: int,
-                 prompt_classes: dict[str, type[BaseException]]) -> None:
+                 prompt_classes: dict[str, type[BaseException]], namespace: dict[str, Any]) -> None:
         self.channel = channel
+        self.namespace = namespace  # the tests' module: the classes a carried value is rebuilt as
         self.request_bytes = request_bytes
         self.reply_bytes = reply_bytes
         self.prompt_classes = prompt_classes
@@ -335,7 +336,7 @@ class Relay:
              name: str | None) -> Any:
         refs = plain.Refs()
         try:
-            payload = plain.encode([list(args), dict(kwargs or {})], refs, self._handle, exact=True)
+            payload = plain.encode([list(args), dict(kwargs or {})], refs, self._opaque(refs), exact=True)
         except (plain.NotPlain, RecursionError) as e:
             raise RelayFailure(f"the test passed the candidate what cannot cross to its sandbox: {e}") from None
         request: dict[str, Any] = {"op": op, "target": target._agentgym_handle, "args": payload}
@@ -352,10 +353,17 @@ class Relay:
         self.channel.send("call", text)
         return self._outcome(self.channel.receive(), refs, op, stdin)
 
-    def _handle(self, value: Any) -> dict[str, int]:
-        if isinstance(value, Remote) and value._agentgym_relay is self:
-            return {"handle": value._agentgym_handle}
-        raise plain.NotPlain(f"a value of type {type(value).__name__} is not plain data")
+    def _opaque(self, refs: plain.Refs) -> Any:
+        """What stands for an argument that is not of a plain type: the submission's own object for its
+        proxy, the value with its class where :func:`plain.carried` can carry it; else it cannot cross."""
+        def stand_in(value: Any) -> Any:
+            if isinstance(value, Remote) and value._agentgym_relay is self:
+                return {"handle": value._agentgym_handle}
+            found = plain.carried(value, self.namespace, refs, stand_in)
+            if found is None:
+                raise plain.NotPlain(f"a value of type {type(value).__name__} is not plain data")
+            return found
+        return stand_in
 
     def _stdin(self) -> tuple[io.StringIO, str] | None:
         """The test's own stdin, when it gave the candidate one (an ``io.StringIO``), and what is left of it."""
@@ -378,7 +386,7 @@ class Relay:
                 raise plain.NotPlain("not an object")
             arguments = len(refs.objects)
             if "value" in message:
-                value = plain.decode(message["value"], refs, self.remote)
+                value = plain.decode(message["value"], refs, self.remote, self.namespace)
                 error = None
             elif "raised" in message:
                 error = self._rebuild(message["raised"], op)
@@ -404,12 +412,12 @@ class Relay:
             if isinstance(target, bytearray):
                 target[:] = plain.decode(contents)
             elif isinstance(target, dict):
-                items = [(plain.decode(k, refs, self.remote), plain.decode(v, refs, self.remote))
-                         for k, v in contents]
+                items = [(plain.decode(k, refs, self.remote, self.namespace),
+                          plain.decode(v, refs, self.remote, self.namespace)) for k, v in contents]
                 target.clear()
                 target.update(items)
             else:
-                parts = [plain.decode(v, refs, self.remote) for v in contents]
+                parts = [plain.decode(v, refs, self.remote, self.namespace) for v in contents]
                 if isinstance(target, list):
                     target[:] = parts
                 else:
@@ -434,7 +442,7 @@ class Relay:
 
     def _class(self, classes: Any, root: type[BaseException], default: type[BaseException]) -> Any:
         """The class the submission's ``classes`` (its MRO, as ``[name, origin, module, qualname]``, see
-        ``submission._origins``) stands for, as a test in its program would catch it: the very class
+        ``plain.origins``) stands for, as a test in its program would catch it: the very class
         where a name of the test's reaches it (a built-in, the prompt's, a module's the tests imported),
         else one made under the nearest base that is one of those. A class of the same name that is
         not that one (a ``ValueError`` defined inside the candidate) is not taken for it."""
@@ -536,6 +544,22 @@ def _call(self: Remote, *args: Any, **kwargs: Any) -> Any:
     return self._agentgym_relay.ask(self, "call", args, kwargs)
 
 
+def _signature(self: Remote) -> Any:
+    """The real callable's ``inspect.signature``, its parameters' names, kinds and defaults (not annotations)."""
+    import inspect
+
+    parameters = self._agentgym_relay.ask(self, "signature")
+    kind_of: Any = type(inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not isinstance(parameters, list) or not all(isinstance(p, list) and len(p) == 4 for p in parameters):
+        raise CandidateFailure("a malformed signature")
+    try:
+        return inspect.Signature([inspect.Parameter(str(name), kind_of(kind),
+                                                    default=default if has else inspect.Parameter.empty)
+                                  for name, kind, has, default in parameters])
+    except (TypeError, ValueError) as e:
+        raise CandidateFailure(f"a malformed signature: {e}") from None
+
+
 def _enter(self: Remote) -> Any:
     return self._agentgym_relay.ask(self, "getattr", name="__enter__")()
 
@@ -545,7 +569,7 @@ def _exit(self: Remote, *exc: Any) -> Any:
 
 
 ABILITIES: dict[str, dict[str, Any]] = {
-    "c": {"__call__": _call},
+    "c": {"__call__": _call, "__signature__": property(_signature)},
     "i": {"__iter__": lambda self: self._agentgym_relay.ask(self, "iter")},
     "n": {"__next__": lambda self: self._agentgym_relay.ask(self, "next")},
     "l": {"__len__": lambda self: self._agentgym_relay.ask(self, "len")},
