@@ -35,6 +35,7 @@ import select
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -305,6 +306,7 @@ class Relay:
                  prompt_classes: dict[str, type[BaseException]], namespace: dict[str, Any]) -> None:
         self.channel = channel
         self.namespace = namespace  # the tests' module: the classes a carried value is rebuilt as
+        self.lock = threading.RLock()
         self.request_bytes = request_bytes
         self.reply_bytes = reply_bytes
         self.prompt_classes = prompt_classes
@@ -325,9 +327,13 @@ class Relay:
 
     def ask(self, target: Remote, op: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
             name: str | None = None) -> Any:
-        """Carry out ``op`` on ``target`` in the submission's sandbox; its result, or raise what it raised."""
+        """Carry out ``op`` on ``target`` in the submission's sandbox; its result, or raise what it raised.
+
+        One at a time: the tests' threads calling the candidate at once each get their own call's reply.
+        """
         try:
-            return self._ask(target, op, args, kwargs, name)
+            with self.lock:
+                return self._ask(target, op, args, kwargs, name)
         except (CandidateFailure, RelayFailure) as e:
             self.failure = f"{type(e).__name__}: {e}"
             raise
