@@ -2,7 +2,9 @@
 
 Each grading is one ``verify`` on a warm pool (a first grading warms it and is not counted), run in
 this process against the checkout on ``PYTHONPATH``; ``--modes`` picks the modes (a checkout without
-``grading`` takes ``isolated`` only). Wall seconds per grading, the median of ``--repeat``.
+``grading`` takes ``isolated`` only). Wall seconds per grading, the median of ``--repeat``. Where the
+checkout has the load-time dry run, its cost per HumanEval task (paid once per task set and process,
+before the first episode) is measured too.
 
     python benchmarks/code_grading_cost.py --sandbox local --repeat 3
 """
@@ -61,7 +63,18 @@ async def main() -> None:
         out[mode or "isolated (no modes)"] = {"20000_calls_s": round(many, 3), "20000_calls_passed": ok,
                                               "humaneval_s_per_task": round(he, 3),
                                               "humaneval_passed": f"{he_ok}/{len(tasks)}"}
-    print(json.dumps({"sandbox": args.sandbox, "repeat": args.repeat, "modes": out}, indent=1))
+    report: dict = {"sandbox": args.sandbox, "repeat": args.repeat, "modes": out}
+    try:
+        from agentgym.envs.code.dryrun import decide
+    except ImportError:
+        decide = None
+    if decide is not None:
+        start = time.perf_counter()
+        kept = [(await decide(t.data, "isolated", sandbox=args.sandbox, image="python", timeout=60)).grading
+                for t in tasks]
+        report["dry_run"] = {"humaneval_s_per_task": round((time.perf_counter() - start) / len(tasks), 3),
+                             "kept_isolated": f"{kept.count('isolated')}/{len(tasks)}"}
+    print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ class Summary(BaseModel):
     """Env-side model calls (a simulated user, a feedback model) by role; the fields above are the policy's."""
     tool_errors: dict[str, int]
     outcomes: dict[str, int]
+    grading: dict[str, int] = Field(default_factory=dict)
+    """Episodes by how the env graded them, where it says (``info["grading"]``: the code env's
+    ``isolated`` or ``inprocess``), so a reader of the run knows what its grades trusted."""
     failures: dict[str, int] = Field(default_factory=dict)
     reward_components: dict[str, float] = Field(default_factory=dict)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
@@ -90,6 +93,7 @@ class Summary(BaseModel):
                f"{cost_text(u.cost_usd, u.unpriced_calls)}, "
                f"{u.retries} retries") for role, u in self.usage_by_role.items()),
             ("outcomes", _fmt(self.outcomes)),
+            *((("grading", _fmt(self.grading)),) if self.grading else ()),
             ("tool errors", _fmt(self.tool_errors) or "none"),
             ("model seconds", f"{self.policy_seconds:.1f}  (waiting on the policy, retries and failed calls included)"),
             ("sandbox seconds",
@@ -153,6 +157,7 @@ def summarize(trajectories: Sequence[Trajectory], *, env: str, policy: str, wall
         usage_by_role=by_role,
         tool_errors=dict(tool_errors),
         outcomes=dict(Counter(t.outcome for t in trajectories)),
+        grading=dict(Counter(str(t.info["grading"]) for t in trajectories if "grading" in t.info)),
         failures=dict(failures.most_common(5)),
         reward_components={k: sum(v) / len(v) for k, v in components.items()},
         pass_at_k=passk,

@@ -20,9 +20,10 @@ def add_commands(tasks_commands: argparse._SubParsersAction[argparse.ArgumentPar
     """Register ``check`` on the subparsers of ``agentgym tasks``."""
     check = tasks_commands.add_parser(
         "check", help="per task of a HumanEval-format file: how it will be graded, or why it is refused",
-        description="Reads each row, checks its test, and dry-runs its canonical solution and a broken one "
-                    "isolated and by plain Python (in one interpreter): a task whose grades differ is refused "
-                    "with the statement at fault, or graded in-process under --grading auto.",
+        description="Reads each row, checks its test, and dry-runs its canonical solution, a broken one and the "
+                    "canonical one probed for process state and aliasing, isolated and by plain Python (in one "
+                    "interpreter): a task whose grades differ is refused with the statement at fault, or graded "
+                    "in-process under --grading auto.",
         epilog=CHECK_EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("file", help="a HumanEval-format JSONL file (task_id, prompt, test, entry_point, ...)")

@@ -3,11 +3,13 @@
 The relay (``grading="isolated"``) carries plain data and what a call observably does, not every
 object a test may hand the candidate (a ``ListNode``, a ``Mock``, ``key=len``) nor process state a
 test sets and checks. Static reading of the test (:mod:`~agentgym.envs.code.testplan`) refuses what
-it can see; the rest is found by running: the task's canonical solution and a deliberately broken
-one are each graded isolated and in one interpreter (``inprocess``, which is plain Python run as
-HumanEval's harness runs a task), and every test statement must get the same verdict both ways. A
-task whose grades differ is refused with the statement at fault, or, under ``grading="auto"``,
-graded in-process. A task without a canonical solution cannot be dry-run: its static checks stand.
+it can see; the rest is found by running: the task's canonical solution, a deliberately broken one
+and the canonical solution made to do what isolated grading does not carry (:mod:`.probe`: process
+state left changed, values aliased between calls) are each graded isolated and in one interpreter
+(``inprocess``, which is plain Python run as HumanEval's harness runs a task), and every test
+statement must get the same verdict both ways. A task whose grades differ is refused with the
+statement at fault, or, under ``grading="auto"``, graded in-process. A task without a canonical
+solution cannot be dry-run: its static checks stand.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from functools import cache
+from importlib import resources
 from typing import Any, NamedTuple
 
 from agentgym.errors import DataError
@@ -31,6 +35,8 @@ class Decision(NamedTuple):
     reason: str
 
 
+PROBED = ("of the canonical solution made to change process state and alias values between calls (the tests "
+          "look at what only their own process shows)")
 _decided: dict[str, Decision] = {}
 _locks: dict[str, asyncio.Lock] = {}
 
@@ -38,6 +44,17 @@ _locks: dict[str, asyncio.Lock] = {}
 def broken_solution(data: dict[str, Any]) -> str:
     """The prompt with a body that returns None: a solution every task with a test should fail."""
     return data["prompt"] + "    return None\n"
+
+
+def probed_solution(data: dict[str, Any]) -> str:
+    """The canonical solution, its entry point wrapped by :mod:`.probe`."""
+    entry = data["entry_point"]
+    return f"{data['prompt']}{data['canonical_solution']}\n\n{_probe()}\n{entry} = _agentgym_probe({entry})\n"
+
+
+@cache
+def _probe() -> str:
+    return resources.files(__package__).joinpath("probe.py").read_text(encoding="utf-8")
 
 
 async def decide(data: dict[str, Any], grading: str, *, sandbox: str | SandboxProvider, image: str,
@@ -67,7 +84,8 @@ async def _dry_run(data: dict[str, Any], grading: str, *, sandbox: str | Sandbox
         return Decision("isolated", "no canonical solution to dry-run: the test's static checks passed")
     fallback = "inprocess" if grading == "auto" else None
     canonical = data["prompt"] + data["canonical_solution"]
-    for label, solution in (("canonical", canonical), ("broken", broken_solution(data))):
+    for label, solution in (("canonical", canonical), ("broken", broken_solution(data)),
+                            ("probed", probed_solution(data))):
         try:
             plain = await verify(data, solution, sandbox=sandbox, image=image, timeout=timeout, runtime=runtime,
                                  grading="inprocess")
@@ -83,9 +101,10 @@ async def _dry_run(data: dict[str, Any], grading: str, *, sandbox: str | Sandbox
             return Decision(fallback, f"isolated grading refuses it: {e}")
         differs = _difference(isolated, plain)
         if differs is not None:
-            return Decision(fallback, f"isolated grading of the {label} solution differs from plain Python's "
-                                      f"at {differs}")
-    return Decision("isolated", "isolated grading agrees with plain Python on the canonical and a broken solution")
+            what = PROBED if label == "probed" else f"of the {label} solution"
+            return Decision(fallback, f"isolated grading {what} differs from plain Python's at {differs}")
+    return Decision("isolated", "isolated grading agrees with plain Python on the canonical solution, a broken one "
+                                "and the canonical one probed for process state and aliasing")
 
 
 def _first_failure(report: Report) -> str:

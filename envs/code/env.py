@@ -71,11 +71,11 @@ class CodeEnv(Env):
                 Python, tampering detected); docs/threat-model.md, "Grading modes". Every reward's
                 ``info["grading"]`` says which graded it. ``auto``: isolated where the task's dry run
                 agrees with plain Python, else in-process.
-            dry_run: Before a task's first episode, grade its canonical solution and a broken one
-                isolated and by plain Python (:mod:`~agentgym.envs.code.dryrun`); a task whose grades
-                differ is refused (an episode ``error`` with the statement at fault) or, under ``auto``,
-                graded in-process. Default: on for a task file, off for the built-in HumanEval and
-                procedural specs.
+            dry_run: Before a task's first episode, grade its canonical solution, a broken one and a
+                probed one isolated and by plain Python (:mod:`~agentgym.envs.code.dryrun`); a task
+                whose grades differ is refused (an episode ``error`` with the statement at fault) or,
+                under ``auto``, graded in-process. Default: on for a task file, off for the built-in
+                HumanEval and procedural specs.
             **kwargs: ``max_turns``, ``sandbox_backend``... as for :class:`~agentgym.env.Env`.
         """
         if answer not in ANSWER_MODES:

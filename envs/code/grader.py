@@ -35,6 +35,7 @@ import select
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -252,7 +253,7 @@ def _check(spec: dict[str, Any], channel: Channel) -> None:
     except BaseException as e:
         channel.send("task_error", "the task's test code failed before check ran: " + _describe(e))
         return
-    relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes)
+    relay = Relay(channel, spec["request_bytes"], spec["reply_bytes"], prompt_classes, namespace)
     candidate = relay.remote([0, "function", "ch"])
     for name in (spec["parameter"], spec["entry_point"]):
         if name:
@@ -302,8 +303,10 @@ class Relay:
     """
 
     def __init__(self, channel: Channel, request_bytes: int, reply_bytes: int,
-                 prompt_classes: dict[str, type[BaseException]]) -> None:
+                 prompt_classes: dict[str, type[BaseException]], namespace: dict[str, Any]) -> None:
         self.channel = channel
+        self.namespace = namespace  # the tests' module: the classes a carried value is rebuilt as
+        self.lock = threading.RLock()
         self.request_bytes = request_bytes
         self.reply_bytes = reply_bytes
         self.prompt_classes = prompt_classes
@@ -324,9 +327,13 @@ class Relay:
 
     def ask(self, target: Remote, op: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
             name: str | None = None) -> Any:
-        """Carry out ``op`` on ``target`` in the submission's sandbox; its result, or raise what it raised."""
+        """Carry out ``op`` on ``target`` in the submission's sandbox; its result, or raise what it raised.
+
+        One at a time: the tests' threads calling the candidate at once each get their own call's reply.
+        """
         try:
-            return self._ask(target, op, args, kwargs, name)
+            with self.lock:
+                return self._ask(target, op, args, kwargs, name)
         except (CandidateFailure, RelayFailure) as e:
             self.failure = f"{type(e).__name__}: {e}"
             raise
@@ -335,7 +342,7 @@ class Relay:
              name: str | None) -> Any:
         refs = plain.Refs()
         try:
-            payload = plain.encode([list(args), dict(kwargs or {})], refs, self._handle, exact=True)
+            payload = plain.encode([list(args), dict(kwargs or {})], refs, self._opaque(refs), exact=True)
         except (plain.NotPlain, RecursionError) as e:
             raise RelayFailure(f"the test passed the candidate what cannot cross to its sandbox: {e}") from None
         request: dict[str, Any] = {"op": op, "target": target._agentgym_handle, "args": payload}
@@ -352,10 +359,17 @@ class Relay:
         self.channel.send("call", text)
         return self._outcome(self.channel.receive(), refs, op, stdin)
 
-    def _handle(self, value: Any) -> dict[str, int]:
-        if isinstance(value, Remote) and value._agentgym_relay is self:
-            return {"handle": value._agentgym_handle}
-        raise plain.NotPlain(f"a value of type {type(value).__name__} is not plain data")
+    def _opaque(self, refs: plain.Refs) -> Any:
+        """What stands for an argument that is not of a plain type: the submission's own object for its
+        proxy, the value with its class where :func:`plain.carried` can carry it; else it cannot cross."""
+        def stand_in(value: Any) -> Any:
+            if isinstance(value, Remote) and value._agentgym_relay is self:
+                return {"handle": value._agentgym_handle}
+            found = plain.carried(value, self.namespace, refs, stand_in)
+            if found is None:
+                raise plain.NotPlain(f"a value of type {type(value).__name__} is not plain data")
+            return found
+        return stand_in
 
     def _stdin(self) -> tuple[io.StringIO, str] | None:
         """The test's own stdin, when it gave the candidate one (an ``io.StringIO``), and what is left of it."""
@@ -378,7 +392,7 @@ class Relay:
                 raise plain.NotPlain("not an object")
             arguments = len(refs.objects)
             if "value" in message:
-                value = plain.decode(message["value"], refs, self.remote)
+                value = plain.decode(message["value"], refs, self.remote, self.namespace)
                 error = None
             elif "raised" in message:
                 error = self._rebuild(message["raised"], op)
@@ -404,12 +418,12 @@ class Relay:
             if isinstance(target, bytearray):
                 target[:] = plain.decode(contents)
             elif isinstance(target, dict):
-                items = [(plain.decode(k, refs, self.remote), plain.decode(v, refs, self.remote))
-                         for k, v in contents]
+                items = [(plain.decode(k, refs, self.remote, self.namespace),
+                          plain.decode(v, refs, self.remote, self.namespace)) for k, v in contents]
                 target.clear()
                 target.update(items)
             else:
-                parts = [plain.decode(v, refs, self.remote) for v in contents]
+                parts = [plain.decode(v, refs, self.remote, self.namespace) for v in contents]
                 if isinstance(target, list):
                     target[:] = parts
                 else:
@@ -434,7 +448,7 @@ class Relay:
 
     def _class(self, classes: Any, root: type[BaseException], default: type[BaseException]) -> Any:
         """The class the submission's ``classes`` (its MRO, as ``[name, origin, module, qualname]``, see
-        ``submission._origins``) stands for, as a test in its program would catch it: the very class
+        ``plain.origins``) stands for, as a test in its program would catch it: the very class
         where a name of the test's reaches it (a built-in, the prompt's, a module's the tests imported),
         else one made under the nearest base that is one of those. A class of the same name that is
         not that one (a ``ValueError`` defined inside the candidate) is not taken for it."""
@@ -536,6 +550,22 @@ def _call(self: Remote, *args: Any, **kwargs: Any) -> Any:
     return self._agentgym_relay.ask(self, "call", args, kwargs)
 
 
+def _signature(self: Remote) -> Any:
+    """The real callable's ``inspect.signature``, its parameters' names, kinds and defaults (not annotations)."""
+    import inspect
+
+    parameters = self._agentgym_relay.ask(self, "signature")
+    kind_of: Any = type(inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not isinstance(parameters, list) or not all(isinstance(p, list) and len(p) == 4 for p in parameters):
+        raise CandidateFailure("a malformed signature")
+    try:
+        return inspect.Signature([inspect.Parameter(str(name), kind_of(kind),
+                                                    default=default if has else inspect.Parameter.empty)
+                                  for name, kind, has, default in parameters])
+    except (TypeError, ValueError) as e:
+        raise CandidateFailure(f"a malformed signature: {e}") from None
+
+
 def _enter(self: Remote) -> Any:
     return self._agentgym_relay.ask(self, "getattr", name="__enter__")()
 
@@ -545,7 +575,7 @@ def _exit(self: Remote, *exc: Any) -> Any:
 
 
 ABILITIES: dict[str, dict[str, Any]] = {
-    "c": {"__call__": _call},
+    "c": {"__call__": _call, "__signature__": property(_signature)},
     "i": {"__iter__": lambda self: self._agentgym_relay.ask(self, "iter")},
     "n": {"__next__": lambda self: self._agentgym_relay.ask(self, "next")},
     "l": {"__len__": lambda self: self._agentgym_relay.ask(self, "len")},

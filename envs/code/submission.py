@@ -78,7 +78,7 @@ class Server:
         """Carry out the request in ``text`` (``{"op", "target", "args", "name"?, "stdin"?}``); print the reply."""
         spec = json.loads(text)
         refs = plain.Refs()
-        call = plain.decode(spec["args"], refs, self._object)
+        call = plain.decode(spec["args"], refs, self._object, self.namespace)
         args, kwargs = call
         arguments = list(refs.objects)
         unseen = {id(call), id(args), id(kwargs)}  # the request's own wrappers: the function gets copies
@@ -102,8 +102,8 @@ class Server:
             sys.stdout, sys.stderr, sys.stdin = saved
         try:
             reply: dict[str, Any] = {"raised": _exception(failure, self.namespace)} if failure is not None else {
-                "value": plain.encode(value, refs, self._handle)}
-            mutated = [[index, _contents(arg, refs, self._handle)] for index, arg in enumerate(arguments)
+                "value": plain.encode(value, refs, self._opaque(refs), exact=True)}
+            mutated = [[index, _contents(arg, refs, self._opaque(refs))] for index, arg in enumerate(arguments)
                        if before[index] is not None and _state(arg) != before[index]]
         except RecursionError as e:
             reply, mutated = {"unsendable": f"a value nests too deeply to send: {e}"[:MESSAGE_CHARS]}, []
@@ -114,7 +114,7 @@ class Server:
         if stdin is not None and given.tell():
             reply["stdin_read"] = given.tell()
         if caught:
-            reply["warnings"] = [[_origins(w.category, self.namespace), _message(w.message),
+            reply["warnings"] = [[plain.origins(w.category, self.namespace), _message(w.message),
                                   w.lineno if type(w.lineno) is int else 0] for w in caught[:100]]
         self._send(reply)
 
@@ -122,6 +122,14 @@ class Server:
         if type(handle) is not int or not 0 <= handle < len(self.objects):
             raise plain.NotPlain(f"no object {handle!r}")
         return self.objects[handle]
+
+    def _opaque(self, refs: plain.Refs) -> Any:
+        """What stands for a value that is not of a plain type: the value with its class where
+        :func:`plain.carried` can carry it (an ``OrderedDict``, a namedtuple, an enum member), else a handle."""
+        def stand_in(value: Any) -> Any:
+            found = plain.carried(value, self.namespace, refs, stand_in)
+            return found if found is not None else self._handle(value)
+        return stand_in
 
     def _handle(self, value: Any) -> dict[str, Any]:
         """A handle for a value that is not plain data: the same one for the same object."""
@@ -135,7 +143,7 @@ class Server:
         try:
             text = json.dumps(reply, allow_nan=False)
         except (ValueError, RecursionError) as e:
-            text = json.dumps({"raised": {"classes": _origins(RecursionError, {}),
+            text = json.dumps({"raised": {"classes": plain.origins(RecursionError, {}),
                                           "message": str(e)[:MESSAGE_CHARS], "args": None, "attrs": None}})
         if len(text) > self.reply_bytes:
             text = json.dumps({"too_big": len(text)})
@@ -178,6 +186,11 @@ def _operate(target: Any, op: str, name: Any, args: list[Any], kwargs: dict[str,
         return args[0] in target
     if op == "next":
         return next(target)
+    if op == "signature":  # each parameter as [name, kind, has a default, the default]
+        import inspect
+
+        return [[p.name, int(p.kind), p.default is not p.empty, None if p.default is p.empty else p.default]
+                for p in inspect.signature(target).parameters.values()]
     single: Any = {"iter": iter, "len": len, "bool": bool, "str": str, "repr": repr}.get(op)
     if single is None:
         raise plain.NotPlain(f"no operation {op!r}")
@@ -224,8 +237,8 @@ def _contents(value: Any, refs: plain.Refs, handle: Any) -> Any:
     if isinstance(value, bytearray):
         return plain.encode(bytes(value))
     if isinstance(value, dict):
-        return [[plain.encode(k, refs, handle), plain.encode(v, refs, handle)] for k, v in value.items()]
-    return [plain.encode(v, refs, handle) for v in value]
+        return [[plain.encode(k, refs, handle, True), plain.encode(v, refs, handle, True)] for k, v in value.items()]
+    return [plain.encode(v, refs, handle, True) for v in value]
 
 
 class _Capture(io.StringIO):
@@ -246,39 +259,8 @@ class _Capture(io.StringIO):
 
 
 def _exception(error: BaseException, namespace: dict[str, Any]) -> dict[str, Any]:
-    return {"classes": _origins(type(error), namespace), "message": _message(error),
+    return {"classes": plain.origins(type(error), namespace), "message": _message(error),
             "args": _plain_or_none(error.args), "attrs": _plain_or_none(_attributes(error))}
-
-
-def _origins(cls: Any, namespace: dict[str, Any]) -> list[list[str]]:
-    """``cls``'s MRO, each class as ``[name, origin, module, qualname]``: where a test in the solution's
-    program would find that very class, by identity, not by name. ``builtin``: it is the built-in of
-    that name; ``global``: the solution's module binds its name to it (the prompt's class, or the
-    solution's own, which the test's globals would see); ``module``: an importable module's
-    (``json.JSONDecodeError``); ``local``: none of these (a class made inside a function), so no name
-    in the test refers to it."""
-    import builtins
-
-    out = []
-    for c in getattr(cls, "__mro__", ())[:50]:
-        name, module, qualname = _text(c.__name__), _text(getattr(c, "__module__", "")), _text(c.__qualname__)
-        if getattr(builtins, name, None) is c:
-            origin = "builtin"
-        elif namespace.get(name) is c:
-            origin = "global"
-        elif module != MODULE_NAME and _find(module, qualname) is c:
-            origin = "module"
-        else:
-            origin = "local"
-        out.append([name, origin, module, qualname])
-    return out
-
-
-def _find(module: str, qualname: str) -> Any:
-    found: Any = sys.modules.get(module)
-    for part in qualname.split(".") if found is not None else ():
-        found = getattr(found, part, None)
-    return found
 
 
 def _attributes(error: BaseException) -> dict[str, Any]:
@@ -293,10 +275,6 @@ def _plain_or_none(value: Any) -> Any:
         return plain.encode(value)
     except BaseException:
         return None
-
-
-def _text(value: Any) -> str:
-    return value[:200] if isinstance(value, str) else ""
 
 
 def _message(error: Any) -> str:

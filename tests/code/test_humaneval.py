@@ -18,6 +18,7 @@ async def test_reference_passes_all_164_and_the_bare_prompt_none(backend):
     ref, ref_runs = await evaluate("code", ReferenceSolution(), env_kwargs=env_kwargs, concurrency=8,
                                    progress=False)
     assert (ref.episodes, ref.successes) == (164, 164), ref.failures
+    assert ref.grading == {"isolated": 164}  # the run's summary says how it was graded
     assert all(len(t.turns) == 2 and t.outcome == "terminated" for t in ref_runs)
     assert all(t.info["tests"] and all(test["passed"] for test in t.info["tests"]) for t in ref_runs)
     assert ref.sandbox_seconds > 0

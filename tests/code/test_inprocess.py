@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 
 from agentgym import make
-from agentgym.envs.code.dryrun import decide
 from agentgym.envs.code.grading import verify
+from agentgym.envs.code.policies import ReferenceSolution
+from agentgym.evaluation import evaluate
 from agentgym.types import Task
 
-from . import semantics_users
-from .semantics_corpus import Shape
 from .test_forgery import submit
 
 DATA = {"task_id": "square", "prompt": "def square(x: int) -> int:\n    \"\"\"x squared.\"\"\"\n",
@@ -115,21 +114,9 @@ async def test_every_reward_says_which_mode_graded_it(backend: str) -> None:
         assert env.trajectory.reward == 0.0 and env.trajectory.info["grading"] == "inprocess"
 
 
-DRY_RUN_MISSES = {"process state the candidate must leave as it was"}
-"""Shapes the dry run cannot tell: only a wrong solution (one that reseeds ``random``) grades differently
-isolated, and the dry run grades the canonical and a broken one. docs/threat-model.md says so."""
-
-
-@pytest.mark.parametrize("shape", [s for s in semantics_users.SHAPES if s.grading == "inprocess"], ids=lambda s: s.name)
-async def test_every_shape_only_in_process_can_grade_is_refused_isolated_by_its_dry_run(shape: Shape) -> None:
-    """The relay cannot carry these shapes: their isolated dry run refuses them with the reason (never a
-    silent 0), and ``auto`` grades them in-process."""
-    data = {"task_id": shape.name, "prompt": shape.prompt, "test": shape.test, "entry_point": shape.entry_point,
-            "canonical_solution": "\n" + shape.honest[0]}
-    refused = await decide(data, "isolated", sandbox="local", image="python", timeout=20)
-    if shape.name in DRY_RUN_MISSES:  # the canonical and the broken solution grade alike both ways
-        assert refused.grading == "isolated", refused
-        return
-    assert refused.grading is None and ("differs from plain Python" in refused.reason
-                                        or "isolated grading refuses" in refused.reason), refused
-    assert (await decide(data, "auto", sandbox="local", image="python", timeout=20)).grading == "inprocess"
+async def test_the_run_summary_says_how_its_episodes_were_graded(backend: str, tmp_path: Path) -> None:
+    path = write_tasks(tmp_path / "tasks.jsonl")
+    summary, _ = await evaluate("code", ReferenceSolution(), env_kwargs={
+        "sandbox_backend": backend, "tasks_path": str(path), "grading": "auto"}, progress=False)
+    assert summary.successes == 2 and summary.grading == {"isolated": 1, "inprocess": 1}, summary
+    assert "inprocess=1, isolated=1" in summary.table()

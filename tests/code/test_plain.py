@@ -145,3 +145,47 @@ def check(candidate):
 def test_a_test_that_cannot_grade_is_refused_with_its_reason(test, reason):
     with pytest.raises(TaskError, match=reason):
         plan(test, "f")
+
+
+def carry(value: object, sender: dict, receiver: dict) -> object:
+    """``value`` sent with its class from a module ``sender`` to one ``receiver``, as the relay does."""
+    refs = plain.Refs()
+
+    def opaque(v: object) -> object:
+        found = plain.carried(v, sender, refs, opaque)
+        assert found is not None
+        return found
+
+    text = json.dumps(plain.encode(value, refs, opaque, exact=True))
+    return plain.decode(json.loads(text), plain.Refs(), None, receiver)
+
+
+def test_subclasses_of_plain_types_and_enum_members_cross_with_their_classes():
+    import collections
+    import enum
+
+    point = collections.namedtuple("Point", "x y")
+    color = enum.IntEnum("Color", "RED GREEN")
+    both = {"Point": point, "Color": color}
+    ordered = carry(collections.OrderedDict([(2, "b"), (1, "a")]), {}, {})
+    assert type(ordered) is collections.OrderedDict and list(ordered) == [2, 1]
+    counted = carry(collections.Counter("aab"), {}, {})
+    assert type(counted) is collections.Counter and counted.most_common(1) == [("a", 2)]
+    defaults = carry(collections.defaultdict(list, {1: [2]}), {}, {})
+    assert defaults[5] == [] and type(defaults) is collections.defaultdict
+    ring = carry(collections.deque([1, 2], maxlen=2), {}, {})
+    assert type(ring) is collections.deque and ring.maxlen == 2
+    assert type(carry(point(1, 2), both, both)) is point  # the receiver's own class, by the name it is bound to
+    assert carry(color.GREEN, both, both) is color.GREEN
+    alone = carry(point(1, 2), both, {})  # a class the receiver has no name for: one like it, made there
+    assert type(alone) is not point and type(alone).__name__ == "Point" and alone.y == 2 and alone == (1, 2)
+    member = carry(color.GREEN, both, {})
+    assert member.name == "GREEN" and member == 2
+    nested = carry([ordered, ordered], {}, {})
+    assert nested[0] is nested[1]
+
+
+def test_a_subclass_of_the_senders_own_is_rebuilt_with_the_base_types_behaviour_only():
+    liar = carry(Liar(3), {"Liar": Liar}, {})  # its always-true __eq__ stays where it was defined
+    assert type(liar) is not Liar and type(liar).__name__ == "Liar"
+    assert liar != 4 and liar == 3

@@ -1,33 +1,36 @@
-"""The relay's verdict is plain Python's: the differential test of issue 23, on both backends.
+"""The env's grade is plain Python's: the differential test of issues 23 and 33, on both backends.
 
-Every solution of the corpus (tests/code/semantics_corpus.py: shapes whose tests observe more of a
-call than its return value, honest and wrong solutions of each) is graded twice: through the
-verifier (the submission and the tests in two sandboxes, calls relayed) and by plain Python, the
-candidate called in-process by the test as HumanEval's harness runs it (tests/code/oracle.py, in a
-throwaway sandbox). Every test statement must get the same verdict both ways; honest solutions pass
-every test and wrong ones score 0.
+Every shape of the corpus (tests/code/semantics_corpus.py: what a test can observe of a call;
+semantics_users.py and semantics_more.py: task sets as users write them; honest and wrong solutions
+of each) is dry-run as the env dry-runs a task file (:mod:`~agentgym.envs.code.dryrun`), which keeps
+it isolated or refuses it with the statement at fault (``auto`` then grades it in-process). Then each
+solution is graded in that mode and by plain Python, the candidate called in-process by the test as
+HumanEval's harness runs it (tests/code/oracle.py, in a throwaway sandbox). Every test statement must
+get the same verdict both ways; honest solutions pass every test and wrong ones score 0.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentgym.envs.code.dryrun import Decision, decide
 from agentgym.envs.code.grader import SOURCE_CHARS
 from agentgym.envs.code.grading import Report, verify
 from agentgym.envs.code.testplan import plan
 from agentgym.sandboxes import Sandbox, acquire
 from tests.conftest import docker_or_skip
 
-from . import semantics_users
+from . import semantics_more, semantics_users
 from .semantics_corpus import SHAPES as CALL_SHAPES
 from .semantics_corpus import Shape
 
-SHAPES = CALL_SHAPES + semantics_users.SHAPES
+SHAPES = CALL_SHAPES + semantics_users.SHAPES + semantics_more.SHAPES
 
 ORACLE = (Path(__file__).parent / "oracle.py").read_text(encoding="utf-8")
 CONCURRENCY = 4
@@ -56,57 +59,72 @@ def verdicts(tests: list[dict[str, Any]]) -> list[tuple[str, bool]]:
     return [(t["test"][:SOURCE_CHARS], t["passed"]) for t in tests]
 
 
-async def test_the_relays_verdicts_are_plain_pythons(backend: str) -> None:
+@pytest.mark.timeout(1500)
+async def test_every_shape_is_graded_as_plain_python_grades_it(backend: str) -> None:
     await differential(backend, "python")
 
 
-async def test_in_process_grading_gives_plain_pythons_verdicts(backend: str) -> None:
-    """Every shape, those the relay cannot carry too, graded ``inprocess``: plain Python's verdict on each test."""
-    await differential(backend, "python", grading="inprocess")
-
-
 @pytest.mark.docker
-async def test_the_relays_verdicts_are_plain_pythons_on_the_oldest_python_promised() -> None:
+@pytest.mark.timeout(1500)
+async def test_every_shape_is_graded_as_plain_python_grades_it_on_the_oldest_python_promised() -> None:
     """The grader, the submission's session and the oracle on the ``python-oldest`` image (Python 3.9)."""
     docker_or_skip()
     await differential("docker", "python-oldest")
 
 
-async def differential(backend: str, image: str, grading: str = "isolated") -> None:
-    """Grade the corpus through the relay (or in process) and by plain Python on ``image``; every verdict
-    must agree. Shapes only in-process grading can grade are left out of ``isolated``."""
+async def differential(backend: str, image: str) -> None:
+    """Dry-run every shape as the env does before a task's first episode, then grade each of its
+    solutions in the mode the dry run chose and by plain Python: every verdict must agree.
+
+    The dry run must keep isolated the shapes the relay carries and refuse the rest (``auto`` grades
+    those in-process), with the statement at fault: ``Shape.grading`` says which a shape is.
+    """
     sandbox = await acquire(backend, image=image, verifier="oracle")
     gate = asyncio.Semaphore(CONCURRENCY)
+    started = time.monotonic()
 
-    async def both(shape: Shape, solution: str) -> tuple[Report, dict[str, Any]]:
+    async def decided(shape: Shape) -> Decision:
         async with gate:
-            relayed = await verify(data(shape), solution, sandbox=backend, image=image, timeout=60,
-                                   grading=grading)
-            return relayed, await plain_python(sandbox, shape, solution)
+            return await decide({**data(shape), "canonical_solution": "\n" + shape.honest[0]}, "isolated",
+                                sandbox=backend, image=image, timeout=60)
 
-    shapes = [s for s in SHAPES if grading == "inprocess" or s.grading == "isolated"]
-    cases = [(shape, solution, honest) for shape in shapes
-             for honest, solutions in ((True, shape.honest), (False, shape.wrong)) for solution in solutions]
+    async def both(shape: Shape, solution: str, mode: str) -> tuple[Report, dict[str, Any]]:
+        async with gate:
+            graded = await verify(data(shape), solution, sandbox=backend, image=image, timeout=60, grading=mode)
+            return graded, await plain_python(sandbox, shape, solution)
+
     try:
-        graded = await asyncio.gather(*(both(shape, solution) for shape, solution, _ in cases))
+        decisions = await asyncio.gather(*(decided(shape) for shape in SHAPES))
+        pairs = list(zip(SHAPES, decisions, strict=True))
+        modes = {shape.name: decision.grading or "inprocess" for shape, decision in pairs}
+        wrongly = [(shape.name, shape.grading, decision.reason) for shape, decision in pairs
+                   if modes[shape.name] != shape.grading]
+        assert not wrongly, json.dumps(wrongly, indent=1)
+        for decision in decisions:  # refused isolated with the statement at fault, or the relay's own refusal
+            assert decision.grading is not None or (decision.reason.startswith("isolated grading") and (
+                " at statement " in decision.reason or "refuses it: " in decision.reason)), decision
+        cases = [(shape, solution, honest) for shape in SHAPES
+                 for honest, solutions in ((True, shape.honest), (False, shape.wrong)) for solution in solutions]
+        graded = await asyncio.gather(*(both(shape, solution, modes[shape.name]) for shape, solution, _ in cases))
     finally:
         await sandbox.destroy()
-    disagreements = []
-    for (shape, solution, honest), (relayed, oracle) in zip(cases, graded, strict=True):
-        if verdicts(relayed.tests) != verdicts(oracle["tests"]) or relayed.error:
-            disagreements.append({"shape": shape.name, "solution": solution, "relay": relayed.tests,
-                                  "relay_error": relayed.error, "plain": oracle["tests"]})
-        elif honest:
-            assert relayed.all_passed, (shape.name, solution, relayed.tests)
-        else:
-            assert not relayed.all_passed, (shape.name, solution, relayed.tests)
+    disagreements, misjudged = [], []  # the grades differ; an honest solution fails or a wrong one passes
+    for (shape, solution, honest), (ours, oracle) in zip(cases, graded, strict=True):
+        if verdicts(ours.tests) != verdicts(oracle["tests"]) or ours.error:
+            disagreements.append({"shape": shape.name, "solution": solution, "ours": ours.tests,
+                                  "error": ours.error, "plain": oracle["tests"]})
+        elif ours.all_passed != honest:
+            misjudged.append({"shape": shape.name, "honest": honest, "solution": solution, "tests": ours.tests})
     assert not disagreements, json.dumps(disagreements, indent=1)[:20000]
-    assert len(shapes) >= 15
-    assert all(relayed.grading == grading for relayed, _ in graded)
-    calls = sum(relayed.calls for relayed, _ in graded)
-    assert calls >= 1000 or grading == "inprocess", calls
-    print(f"{backend} {image} {grading}: {len(cases)} solutions over {len(shapes)} shapes, {calls} relayed requests, "
-          "0 disagreements")
+    assert not misjudged, json.dumps(misjudged, indent=1)[:20000]
+    assert len(SHAPES) >= 150
+    assert all(ours.grading == modes[shape.name] for (shape, _, _), (ours, _) in zip(cases, graded, strict=True))
+    calls = sum(ours.calls for ours, _ in graded)
+    assert calls >= 1000, calls
+    inprocess = sum(mode == "inprocess" for mode in modes.values())
+    print(f"{backend} {image}: {len(cases)} solutions over {len(SHAPES)} shapes ({len(SHAPES) - inprocess} graded "
+          f"isolated, {inprocess} refused isolated and graded in-process), {calls} relayed requests, "
+          f"0 disagreements, {time.monotonic() - started:.0f} s")
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.name)
