@@ -70,6 +70,12 @@ class BrowserCrashed(EnvError):
     """The episode's browser died (crashed, killed, its sandbox gone): the episode ends as an error."""
 
 
+class BrowserStalled(EnvError):
+    """The episode's browser process stopped answering (a paused sandbox, a stopped or starved host): an
+    infrastructure error. A page's script, the only thing the model's actions can drive, runs in the page's
+    renderer, so a page that loops leaves its browser answering (that is graded, see ``GUIEnv._judge_broken``)."""
+
+
 class GUIEnv(Env):
     """MiniWoB++ tasks from the ``miniwob`` wheel, played through mouse and keyboard tools.
 
@@ -348,14 +354,21 @@ class GUIEnv(Env):
         return self._browser
 
     async def _crash_or(self, error: Exception) -> Exception:
-        """A :class:`BrowserCrashed` when the browser is gone, else ``error`` itself.
+        """A :class:`BrowserCrashed` when the browser is gone, a :class:`BrowserStalled` when it is there but
+        does not answer, else ``error`` itself (the page's doing).
 
         The call that failed may beat Playwright's news that the browser went away, so a browser
         that still looks connected is asked for a round trip before the error is blamed on the page.
         """
-        if self._browser is None or not self._browser.connected or not await self._browser.is_alive():
+        answer = "gone" if self._browser is None else await self._browser.ping()
+        if answer == "silent":
+            from agentgym.sandboxes.browser.sandbox import PING_TIMEOUT
+
+            return BrowserStalled(f"the browser stopped answering (no round trip within {PING_TIMEOUT:g} s after "
+                                  f"{_first_line(error)}): a paused sandbox or a stalled host, not the model's doing")
+        if answer == "gone":
             lost = self._browser.lost if self._browser is not None else None
-            return BrowserCrashed(f"the browser died mid-episode: {lost or str(error).splitlines()[0]}")
+            return BrowserCrashed(f"the browser died mid-episode: {lost or _first_line(error)}")
         return error
 
     @property
@@ -368,7 +381,8 @@ class GUIEnv(Env):
         """Run one action on the page and record the page's status after it (the action's own result
         when it is a :class:`Status`: a click reads it with the click; else read now).
 
-        A browser that died raises :class:`BrowserCrashed` (the episode ends, recorded as an error);
+        A browser that died raises :class:`BrowserCrashed`, one that stopped answering :class:`BrowserStalled`
+        (the episode ends, recorded as an error);
         any other browser error (an unknown key name) goes back to the model as a tool error.
         """
         from playwright.async_api import Error as PlaywrightError
@@ -435,10 +449,14 @@ class GUIEnv(Env):
         """The episode's failure, when ``error`` came from a page that misbehaved (it threw, hung, left).
 
         Only the page's own script can make it misbehave once it has loaded, and what the model typed
-        never runs as script (``csp.py``), so the episode is graded: MiniWoB's failure, with the reason.
+        never runs as script (``csp.py``). But the model's actions drive that script: an input can lead
+        a page's handler into a loop, and huge wheel deltas once wedged a page's input. A page that
+        does not answer while its browser does is therefore graded: MiniWoB's failure, with the reason.
 
         Raises:
             BrowserCrashed: The browser itself is gone: not the page's doing, the episode is an error.
+            BrowserStalled: The browser process does not answer either (a paused sandbox, a stalled host),
+                which no page and no action can cause: the episode is an error that says so.
         """
         crash = await self._crash_or(error)
         if crash is not error:
