@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Dodge, Env
-from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
+from agentgym.envs.gui.observe import Dom, Node, dom_text, parse_dom
 from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, PageHung, Status, open_task
 from agentgym.envs.gui.rewards import UNJUDGED_REWARD, task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
@@ -50,7 +50,9 @@ SYSTEM_PROMPT = f"""You operate a web page in a browser to carry out the instruc
 The page's task area is {WIDTH}x{HEIGHT} CSS pixels, origin at the top left. After each of your turns you \
 see the page again{{how}}. Act with the tools: `click(x, y)` clicks a point, `click_element(ref)` clicks \
 an element by its [ref] in the page text, `type(text)` types into the focused element (click a field \
-first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls. The episode ends \
+first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls, `drag(x, y, to_x, \
+to_y)` and `drag_element(ref, to_x, to_y)` drag, and `mouse_down`, `mouse_move`, `mouse_up` press, move and \
+release the mouse for a stroke. The episode ends \
 when the page has judged your actions; call `finish` if you believe the task is finished and nothing \
 remains to click."""
 _HOW = {"screenshot": " as a screenshot", "dom": " as text: one element a line, [ref] tag \"text\" @x,y wxh",
@@ -267,8 +269,7 @@ class GUIEnv(Env):
             x: Pixels from the left edge of the task area (0 to 160).
             y: Pixels from the top edge of the task area (0 to 210).
         """
-        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
-            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+        self._check_point(x, y)
         await self._act(lambda page: page.click(x, y))
         return f"Clicked at ({x:g}, {y:g})."
 
@@ -279,13 +280,8 @@ class GUIEnv(Env):
         Args:
             ref: The number in brackets before the element, e.g. 12 for "[12] button".
         """
-        if self.observation == "screenshot":
-            raise ToolError("this page is shown as a screenshot only, without element refs: use click(x, y)")
-        if ref not in self._refs:
-            raise ToolError(f"no element [{ref}] in the page you were last shown")
+        node = self._shown_node(ref)
         if ref < 0:  # a run of text: click its middle
-            node = self._last_dom.get(ref)
-            assert node is not None
             await self._act(lambda page: page.click(*node.center))
         else:
             failed = await self._act(lambda page: page.click_ref(ref))
@@ -330,10 +326,74 @@ class GUIEnv(Env):
         """
         if not (-MAX_SCROLL <= dx <= MAX_SCROLL and -MAX_SCROLL <= dy <= MAX_SCROLL):
             raise ToolError(f"scroll by at most {MAX_SCROLL} pixels either way, not ({dx}, {dy})")
-        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
-            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+        self._check_point(x, y)
         await self._act(lambda page: page.scroll(dx, dy, x, y))
         return f"Scrolled by ({dx:g}, {dy:g})."
+
+    @tool
+    async def drag(self, x: float, y: float, to_x: float, to_y: float) -> str:
+        """Drag with the mouse: press at a point, move to another, release there.
+
+        Args:
+            x: Where to press, from the left of the task area (0 to 160).
+            y: Where to press, from the top (0 to 210).
+            to_x: Where to release, from the left.
+            to_y: Where to release, from the top.
+        """
+        for px, py in ((x, y), (to_x, to_y)):
+            self._check_point(px, py)
+        await self._act(lambda page: self._drag(page, (x, y), (to_x, to_y)))
+        return f"Dragged from ({x:g}, {y:g}) to ({to_x:g}, {to_y:g})."
+
+    @tool
+    async def drag_element(self, ref: int, to_x: float, to_y: float) -> str:
+        """Drag an element by its [ref] (pressed in its middle) to a point, and release it there.
+
+        Args:
+            ref: The number in brackets before the element in the page text you were last shown.
+            to_x: Where to release, from the left of the task area (0 to 160).
+            to_y: Where to release, from the top (0 to 210).
+        """
+        node = self._shown_node(ref)
+        self._check_point(to_x, to_y)
+        await self._act(lambda page: self._drag(page, node.center, (to_x, to_y)))
+        return f"Dragged [{ref}] to ({to_x:g}, {to_y:g})."
+
+    @tool
+    async def mouse_down(self, x: float, y: float) -> str:
+        """Move the mouse to a point and press its button (hold it: a drag, a stroke; see mouse_up).
+
+        Args:
+            x: Pixels from the left of the task area (0 to 160).
+            y: Pixels from the top (0 to 210).
+        """
+        self._check_point(x, y)
+        await self._act(lambda page: page.pointer("down", x, y))
+        return f"Pressed the mouse at ({x:g}, {y:g})."
+
+    @tool
+    async def mouse_move(self, x: float, y: float) -> str:
+        """Move the mouse to a point (with its button held, this drags or draws).
+
+        Args:
+            x: Pixels from the left of the task area (0 to 160).
+            y: Pixels from the top (0 to 210).
+        """
+        self._check_point(x, y)
+        await self._act(lambda page: page.pointer(None, x, y))
+        return f"Moved the mouse to ({x:g}, {y:g})."
+
+    @tool
+    async def mouse_up(self, x: float, y: float) -> str:
+        """Move the mouse to a point and release its button there.
+
+        Args:
+            x: Pixels from the left of the task area (0 to 160).
+            y: Pixels from the top (0 to 210).
+        """
+        self._check_point(x, y)
+        await self._act(lambda page: page.pointer("up", x, y))
+        return f"Released the mouse at ({x:g}, {y:g})."
 
     @tool(final=True)
     async def finish(self) -> str:
@@ -342,6 +402,25 @@ class GUIEnv(Env):
         return "done"
 
     # ----------------------------------------------------------------- internals
+    @staticmethod
+    def _check_point(x: float, y: float) -> None:
+        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
+            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+
+    def _shown_node(self, ref: int) -> Node:
+        """The element ``ref`` of the DOM text last shown (a tool error when there is none such)."""
+        if self.observation == "screenshot":
+            raise ToolError("this page is shown as a screenshot only, without element refs: use click(x, y)")
+        node = self._last_dom.get(ref) if ref in self._refs else None
+        if node is None:
+            raise ToolError(f"no element [{ref}] in the page you were last shown")
+        return node
+
+    @staticmethod
+    async def _drag(page: MiniWoBPage, start: tuple[float, float], end: tuple[float, float]) -> None:
+        await page.pointer("down", *start)
+        await page.pointer("up", *end)
+
     async def _ensure_browser(self) -> BrowserSandbox:
         if self._browser is not None and not self._browser.connected:
             raise BrowserCrashed(f"the browser of this env is gone: {self._browser.lost or 'closed'}")
