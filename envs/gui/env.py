@@ -50,11 +50,11 @@ SYSTEM_PROMPT = f"""You operate a web page in a browser to carry out the instruc
 The page's task area is {WIDTH}x{HEIGHT} CSS pixels, origin at the top left. After each of your turns you \
 see the page again{{how}}. Act with the tools: `click(x, y)` clicks a point, `click_element(ref)` clicks \
 an element by its [ref] in the page text, `type(text)` types into the focused element (click a field \
-first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls, `drag(x, y, to_x, \
-to_y)` and `drag_element(ref, to_x, to_y)` drag, and `mouse_down`, `mouse_move`, `mouse_up` press, move and \
-release the mouse for a stroke. The episode ends \
+first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls{{pointer}}. The episode ends \
 when the page has judged your actions; call `finish` if you believe the task is finished and nothing \
 remains to click."""
+POINTER_PROMPT = (", `drag(x, y, to_x, to_y)` and `drag_element(ref, to_x, to_y)` drag, and `mouse_down`, "
+                  "`mouse_move`, `mouse_up` press, move and release the mouse for a stroke")
 _HOW = {"screenshot": " as a screenshot", "dom": " as text: one element a line, [ref] tag \"text\" @x,y wxh",
         "both": " as a screenshot and as text: one element a line, [ref] tag \"text\" @x,y wxh"}
 
@@ -135,6 +135,8 @@ class GUIEnv(Env):
         self._last_dom = Dom()
         self._refs: set[int] = set()
         self._opening: Message | None = None
+        self._caught_up = True
+        """Whether the page has drawn a frame since the model was last shown it (see :meth:`_act`)."""
         self._broken: dict[str, Any] | None = None
         """The failure the episode was judged, once its page could not be (see :meth:`_judge_broken`)."""
 
@@ -168,7 +170,7 @@ class GUIEnv(Env):
         }
 
     def system_prompt(self, task: Task) -> str:
-        return SYSTEM_PROMPT.format(how=_HOW[self.observation])
+        return SYSTEM_PROMPT.format(how=_HOW[self.observation], pointer=POINTER_PROMPT if "drag" in self._tools else "")
 
     def opening_messages(self, task: Task) -> list[Message]:
         assert self._opening is not None
@@ -220,6 +222,7 @@ class GUIEnv(Env):
         """
         from playwright.async_api import Error as PlaywrightError
 
+        self._caught_up = False
         result = await super().step(action)
         assert self.trajectory is not None
         turn = self.trajectory.turns[-1]
@@ -460,6 +463,14 @@ class GUIEnv(Env):
         """Run one action on the page and record the page's status after it (the action's own result
         when it is a :class:`Status`: a click reads it with the click; else read now).
 
+        The turn's first action is preceded by a frame (on demand; nothing in a free-running browser):
+        a browser that draws only when asked draws nothing while the model thinks, so what runs on
+        animation frames (d3 transitions, ``requestAnimationFrame`` loops) would stand where the model
+        last saw it, and a moving target would be hit where it was seconds ago. The frame moves it to
+        where the wall clock says it is, as a free-running browser would have: page time passes with
+        the wall clock between turns. Later actions of the turn follow within milliseconds, and those
+        that wait (mouse moves, the wheel, long typing) draw frames while they wait.
+
         A browser that died raises :class:`BrowserCrashed`, one that stopped answering :class:`BrowserStalled`
         (the episode ends, recorded as an error);
         any other browser error (an unknown key name) goes back to the model as a tool error.
@@ -471,6 +482,9 @@ class GUIEnv(Env):
         if any(t.info.get("miniwob", {}).get("done") for t in self.trajectory.turns):
             raise ToolError("the page has already judged this episode; nothing more can be done")
         try:
+            if not self._caught_up:  # the page's time went on while the model thought: show it to the action
+                self._caught_up = True
+                await page.draw()
             result = await action(page)
         except PageHung as e:
             late = await self._late_status(page)
