@@ -59,30 +59,55 @@ _STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ retur
 """The status, or null where the page cannot give it: read with a click, whose own failure is another matter."""
 _DOM_WITH_OPTIONS = """(() => {
   const info = core.getDOMInfo();
-  const walk = node => {
-    const element = core.previousDOMInfo[node.ref];
+  const meet = (a, b) => {
+    const left = Math.max(a.left, b.left), top = Math.max(a.top, b.top);
+    return {left, top, width: Math.min(a.left + a.width, b.left + b.width) - left,
+            height: Math.min(a.top + a.height, b.top + b.height) - top};
+  };
+  const listBox = element => element instanceof HTMLSelectElement && (element.multiple || element.size > 1);
+  const clips = element => {
+    if (listBox(element)) return true;
+    const style = getComputedStyle(element);
+    return style.overflowX !== 'visible' || style.overflowY !== 'visible';
+  };
+  const option = (option, box) => {
+    if (option.dataset.wob_ref === undefined || option.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
+      option.dataset.wob_ref = core.nextRefCode++;
+      option.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
+    }
+    const ref = +option.dataset.wob_ref;
+    core.previousDOMInfo[ref] = option;
+    return {tag: 'OPTION', ref, left: box.left, top: box.top, width: box.width, height: box.height, children: [],
+            id: option.id, classes: option.className, text: option.text.trim(), value: option.selected};
+  };
+  const walk = (node, clip) => {
+    const element = core.previousDOMInfo[node.ref];  // none for a run of text
+    if (clip !== null) {
+      const seen = meet(node, clip);
+      if (seen.width <= 0 || seen.height <= 0) node.hidden = true;
+    }
     if (element instanceof HTMLSelectElement) {
       node.value = element.value;
-      node.children = Array.from(element.options, option => {
-        if (option.dataset.wob_ref === undefined || option.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
-          option.dataset.wob_ref = core.nextRefCode++;
-          option.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
-        }
-        const ref = +option.dataset.wob_ref;
-        core.previousDOMInfo[ref] = option;
-        return {tag: 'OPTION', ref, left: node.left, top: node.top, width: node.width, height: node.height,
-                children: [], id: option.id, classes: option.className, text: option.text.trim(),
-                value: option.selected};
-      });
+      if (!listBox(element)) {
+        node.children = Array.from(element.options, child => option(child, node));
+        return;
+      }
+    } else if (element instanceof HTMLOptionElement) {
+      node.value = element.selected;
     }
-    (node.children || []).forEach(walk);
+    const inner = element !== undefined && clips(element) ? (clip === null ? node : meet(node, clip)) : clip;
+    (node.children || []).forEach(child => walk(child, inner));
   };
-  if (info) walk(info);
+  if (info) walk(info, null);
   return info;
 })()"""
-"""``core.getDOMInfo()``, with each ``<select>``'s value and its options (a closed select's options have no
-box, so MiniWoB leaves them out): one child a option, with a ref, its text, whether it is the selected one
-(``checked``) and the select's box (where a click opens the list)."""
+"""``core.getDOMInfo()``, with each ``<select>``'s value and options, and what lies out of view.
+
+A closed drop-down's options have no box, so MiniWoB leaves them out: here they are its children, one
+each, with a ref, its text, whether it is the chosen one (``value``) and the select's box (where a click
+opens the list). Every element or text run whose box lies wholly outside the visible box of a scrolling
+ancestor (an ``overflow`` other than ``visible``, a list box) is marked ``hidden``: MiniWoB gives such an
+option of a scrolled list the box it would have below the list, where a click lands on what is there."""
 _CLICK_REF = """(ref => {
   const element = core.previousDOMInfo[ref];
   if (!(element instanceof HTMLOptionElement)) return core.elementClick(ref);

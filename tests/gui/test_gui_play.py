@@ -110,3 +110,23 @@ async def test_page_time_passes_while_the_model_thinks(backend):
         if not result.terminated:
             (now,) = [n for n in parse_dom(result.observation[-1].text) if n.tag == "button" and n.text == label]
             assert now.box[0] >= target.box[0] + 100, (target, now)
+
+
+async def test_a_scrolled_lists_options_out_of_view_are_marked_and_clickable_once_scrolled_in(backend):
+    """MiniWoB gives an option below a list's visible box the box it would have, over the Submit button: it
+    is marked ``hidden``; scrolled into view it is not, and a click at its new box chooses it."""
+    async with GUIEnv(names="click-scroll-list", observation="dom", sandbox_backend=backend) as env:
+        dom = parse_dom((await env.reset(env.tasks()[0], seed=1))[1].text)
+        (select,) = dom.find(tag="select")
+        sx, sy, sw, sh = select.box
+        options = dom.find(tag="option")
+        below = [o for o in options if o.box[1] >= sy + sh]
+        assert below and all(o.hidden for o in below) and not any(o.hidden for o in options if o.box[1] < sy + sh - 5)
+        last = options[-1]
+        assert (await env.step(call("scroll", dx=0, dy=200, x=sx + sw / 2, y=sy + sh / 2))).observation
+        (now,) = [o for o in env._last_dom.find(tag="option") if o.ref == last.ref]
+        assert not now.hidden and sy <= now.center[1] <= sy + sh, now
+        await env.step(call("click", x=now.center[0], y=now.center[1]))
+        chosen = await env._live_page.page.evaluate("[...document.querySelector('select').selectedOptions]"
+                                                    ".map(o => o.text)")
+        assert chosen == [last.text]
