@@ -367,12 +367,10 @@ class GUIEnv(Env):
         """Move the mouse to a point and press its button (hold it: a drag, a stroke; see mouse_up).
 
         Args:
-            x: Pixels from the left of the task area (0 to 160).
-            y: Pixels from the top (0 to 210).
+            x: Where to press, from the left of the task area (0 to 160).
+            y: Where to press, from the top (0 to 210).
         """
-        self._check_point(x, y)
-        await self._act(lambda page: page.pointer("down", x, y))
-        return f"Pressed the mouse at ({x:g}, {y:g})."
+        return await self._mouse("down", x, y, "Pressed the mouse at")
 
     @tool
     async def mouse_move(self, x: float, y: float) -> str:
@@ -382,21 +380,17 @@ class GUIEnv(Env):
             x: Pixels from the left of the task area (0 to 160).
             y: Pixels from the top (0 to 210).
         """
-        self._check_point(x, y)
-        await self._act(lambda page: page.pointer(None, x, y))
-        return f"Moved the mouse to ({x:g}, {y:g})."
+        return await self._mouse(None, x, y, "Moved the mouse to")
 
     @tool
     async def mouse_up(self, x: float, y: float) -> str:
         """Move the mouse to a point and release its button there.
 
         Args:
-            x: Pixels from the left of the task area (0 to 160).
-            y: Pixels from the top (0 to 210).
+            x: Where to release, from the left of the task area (0 to 160).
+            y: Where to release, from the top (0 to 210).
         """
-        self._check_point(x, y)
-        await self._act(lambda page: page.pointer("up", x, y))
-        return f"Released the mouse at ({x:g}, {y:g})."
+        return await self._mouse("up", x, y, "Released the mouse at")
 
     @tool(final=True)
     async def finish(self) -> str:
@@ -418,6 +412,12 @@ class GUIEnv(Env):
         if node is None:
             raise ToolError(f"no element [{ref}] in the page you were last shown")
         return node
+
+    async def _mouse(self, button: str | None, x: float, y: float, done: str) -> str:
+        """The pointer to (x, y), then pressed or released (``button``); ``done`` and the point, said back."""
+        self._check_point(x, y)
+        await self._act(lambda page: page.pointer(button, x, y))
+        return f"{done} ({x:g}, {y:g})."
 
     @staticmethod
     async def _drag(page: MiniWoBPage, start: tuple[float, float], end: tuple[float, float]) -> None:
