@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentgym.env import Dodge, Env
-from agentgym.envs.gui.observe import Dom, dom_text, parse_dom
+from agentgym.envs.gui.observe import Dom, Node, dom_text, parse_dom
 from agentgym.envs.gui.page import HEIGHT, VIEWPORT, WIDTH, MiniWoBPage, PageHung, Status, open_task
 from agentgym.envs.gui.rewards import UNJUDGED_REWARD, task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
@@ -50,9 +50,11 @@ SYSTEM_PROMPT = f"""You operate a web page in a browser to carry out the instruc
 The page's task area is {WIDTH}x{HEIGHT} CSS pixels, origin at the top left. After each of your turns you \
 see the page again{{how}}. Act with the tools: `click(x, y)` clicks a point, `click_element(ref)` clicks \
 an element by its [ref] in the page text, `type(text)` types into the focused element (click a field \
-first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls. The episode ends \
+first), `press(key)` presses a key such as Enter or Backspace, `scroll(dx, dy)` scrolls{{pointer}}. The episode ends \
 when the page has judged your actions; call `finish` if you believe the task is finished and nothing \
 remains to click."""
+POINTER_PROMPT = (", `drag(x, y, to_x, to_y)` and `drag_element(ref, to_x, to_y)` drag, and `mouse_down`, "
+                  "`mouse_move`, `mouse_up` press, move and release the mouse for a stroke")
 _HOW = {"screenshot": " as a screenshot", "dom": " as text: one element a line, [ref] tag \"text\" @x,y wxh",
         "both": " as a screenshot and as text: one element a line, [ref] tag \"text\" @x,y wxh"}
 
@@ -68,6 +70,12 @@ MAX_SCROLL = 1000
 
 class BrowserCrashed(EnvError):
     """The episode's browser died (crashed, killed, its sandbox gone): the episode ends as an error."""
+
+
+class BrowserStalled(EnvError):
+    """The episode's browser process stopped answering (a paused sandbox, a stopped or starved host): an
+    infrastructure error. A page's script, the only thing the model's actions can drive, runs in the page's
+    renderer, so a page that loops leaves its browser answering (that is graded, see ``GUIEnv._judge_broken``)."""
 
 
 class GUIEnv(Env):
@@ -127,6 +135,8 @@ class GUIEnv(Env):
         self._last_dom = Dom()
         self._refs: set[int] = set()
         self._opening: Message | None = None
+        self._caught_up = True
+        """Whether the page has drawn a frame since the model was last shown it (see :meth:`_act`)."""
         self._broken: dict[str, Any] | None = None
         """The failure the episode was judged, once its page could not be (see :meth:`_judge_broken`)."""
 
@@ -160,7 +170,7 @@ class GUIEnv(Env):
         }
 
     def system_prompt(self, task: Task) -> str:
-        return SYSTEM_PROMPT.format(how=_HOW[self.observation])
+        return SYSTEM_PROMPT.format(how=_HOW[self.observation], pointer=POINTER_PROMPT if "drag" in self._tools else "")
 
     def opening_messages(self, task: Task) -> list[Message]:
         assert self._opening is not None
@@ -212,6 +222,7 @@ class GUIEnv(Env):
         """
         from playwright.async_api import Error as PlaywrightError
 
+        self._caught_up = False
         result = await super().step(action)
         assert self.trajectory is not None
         turn = self.trajectory.turns[-1]
@@ -261,8 +272,7 @@ class GUIEnv(Env):
             x: Pixels from the left edge of the task area (0 to 160).
             y: Pixels from the top edge of the task area (0 to 210).
         """
-        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
-            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+        self._check_point(x, y)
         await self._act(lambda page: page.click(x, y))
         return f"Clicked at ({x:g}, {y:g})."
 
@@ -273,13 +283,8 @@ class GUIEnv(Env):
         Args:
             ref: The number in brackets before the element, e.g. 12 for "[12] button".
         """
-        if self.observation == "screenshot":
-            raise ToolError("this page is shown as a screenshot only, without element refs: use click(x, y)")
-        if ref not in self._refs:
-            raise ToolError(f"no element [{ref}] in the page you were last shown")
+        node = self._shown_node(ref)
         if ref < 0:  # a run of text: click its middle
-            node = self._last_dom.get(ref)
-            assert node is not None
             await self._act(lambda page: page.click(*node.center))
         else:
             failed = await self._act(lambda page: page.click_ref(ref))
@@ -324,10 +329,68 @@ class GUIEnv(Env):
         """
         if not (-MAX_SCROLL <= dx <= MAX_SCROLL and -MAX_SCROLL <= dy <= MAX_SCROLL):
             raise ToolError(f"scroll by at most {MAX_SCROLL} pixels either way, not ({dx}, {dy})")
-        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
-            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+        self._check_point(x, y)
         await self._act(lambda page: page.scroll(dx, dy, x, y))
         return f"Scrolled by ({dx:g}, {dy:g})."
+
+    @tool
+    async def drag(self, x: float, y: float, to_x: float, to_y: float) -> str:
+        """Drag with the mouse: press at a point, move to another, release there.
+
+        Args:
+            x: Where to press, from the left of the task area (0 to 160).
+            y: Where to press, from the top (0 to 210).
+            to_x: Where to release, from the left.
+            to_y: Where to release, from the top.
+        """
+        for px, py in ((x, y), (to_x, to_y)):
+            self._check_point(px, py)
+        await self._act(lambda page: self._drag(page, (x, y), (to_x, to_y)))
+        return f"Dragged from ({x:g}, {y:g}) to ({to_x:g}, {to_y:g})."
+
+    @tool
+    async def drag_element(self, ref: int, to_x: float, to_y: float) -> str:
+        """Drag an element by its [ref] (pressed in its middle) to a point, and release it there.
+
+        Args:
+            ref: The number in brackets before the element in the page text you were last shown.
+            to_x: Where to release, from the left of the task area (0 to 160).
+            to_y: Where to release, from the top (0 to 210).
+        """
+        node = self._shown_node(ref)
+        self._check_point(to_x, to_y)
+        await self._act(lambda page: self._drag(page, node.center, (to_x, to_y)))
+        return f"Dragged [{ref}] to ({to_x:g}, {to_y:g})."
+
+    @tool
+    async def mouse_down(self, x: float, y: float) -> str:
+        """Move the mouse to a point and press its button (hold it: a drag, a stroke; see mouse_up).
+
+        Args:
+            x: Where to press, from the left of the task area (0 to 160).
+            y: Where to press, from the top (0 to 210).
+        """
+        return await self._mouse("down", x, y, "Pressed the mouse at")
+
+    @tool
+    async def mouse_move(self, x: float, y: float) -> str:
+        """Move the mouse to a point (with its button held, this drags or draws).
+
+        Args:
+            x: Pixels from the left of the task area (0 to 160).
+            y: Pixels from the top (0 to 210).
+        """
+        return await self._mouse(None, x, y, "Moved the mouse to")
+
+    @tool
+    async def mouse_up(self, x: float, y: float) -> str:
+        """Move the mouse to a point and release its button there.
+
+        Args:
+            x: Where to release, from the left of the task area (0 to 160).
+            y: Where to release, from the top (0 to 210).
+        """
+        return await self._mouse("up", x, y, "Released the mouse at")
 
     @tool(final=True)
     async def finish(self) -> str:
@@ -336,6 +399,31 @@ class GUIEnv(Env):
         return "done"
 
     # ----------------------------------------------------------------- internals
+    @staticmethod
+    def _check_point(x: float, y: float) -> None:
+        if not (0 <= x <= WIDTH and 0 <= y <= HEIGHT):
+            raise ToolError(f"({x}, {y}) is outside the {WIDTH}x{HEIGHT} task area")
+
+    def _shown_node(self, ref: int) -> Node:
+        """The element ``ref`` of the DOM text last shown (a tool error when there is none such)."""
+        if self.observation == "screenshot":
+            raise ToolError("this page is shown as a screenshot only, without element refs: use click(x, y)")
+        node = self._last_dom.get(ref) if ref in self._refs else None
+        if node is None:
+            raise ToolError(f"no element [{ref}] in the page you were last shown")
+        return node
+
+    async def _mouse(self, button: str | None, x: float, y: float, done: str) -> str:
+        """The pointer to (x, y), then pressed or released (``button``); ``done`` and the point, said back."""
+        self._check_point(x, y)
+        await self._act(lambda page: page.pointer(button, x, y))
+        return f"{done} ({x:g}, {y:g})."
+
+    @staticmethod
+    async def _drag(page: MiniWoBPage, start: tuple[float, float], end: tuple[float, float]) -> None:
+        await page.pointer("down", *start)
+        await page.pointer("up", *end)
+
     async def _ensure_browser(self) -> BrowserSandbox:
         if self._browser is not None and not self._browser.connected:
             raise BrowserCrashed(f"the browser of this env is gone: {self._browser.lost or 'closed'}")
@@ -348,14 +436,21 @@ class GUIEnv(Env):
         return self._browser
 
     async def _crash_or(self, error: Exception) -> Exception:
-        """A :class:`BrowserCrashed` when the browser is gone, else ``error`` itself.
+        """A :class:`BrowserCrashed` when the browser is gone, a :class:`BrowserStalled` when it is there but
+        does not answer, else ``error`` itself (the page's doing).
 
         The call that failed may beat Playwright's news that the browser went away, so a browser
         that still looks connected is asked for a round trip before the error is blamed on the page.
         """
-        if self._browser is None or not self._browser.connected or not await self._browser.is_alive():
+        answer = "gone" if self._browser is None else await self._browser.ping()
+        if answer == "silent":
+            from agentgym.sandboxes.browser.sandbox import PING_TIMEOUT
+
+            return BrowserStalled(f"the browser stopped answering (no round trip within {PING_TIMEOUT:g} s after "
+                                  f"{_first_line(error)}): a paused sandbox or a stalled host, not the model's doing")
+        if answer == "gone":
             lost = self._browser.lost if self._browser is not None else None
-            return BrowserCrashed(f"the browser died mid-episode: {lost or str(error).splitlines()[0]}")
+            return BrowserCrashed(f"the browser died mid-episode: {lost or _first_line(error)}")
         return error
 
     @property
@@ -368,7 +463,16 @@ class GUIEnv(Env):
         """Run one action on the page and record the page's status after it (the action's own result
         when it is a :class:`Status`: a click reads it with the click; else read now).
 
-        A browser that died raises :class:`BrowserCrashed` (the episode ends, recorded as an error);
+        The turn's first action is preceded by a frame (on demand; nothing in a free-running browser):
+        a browser that draws only when asked draws nothing while the model thinks, so what runs on
+        animation frames (d3 transitions, ``requestAnimationFrame`` loops) would stand where the model
+        last saw it, and a moving target would be hit where it was seconds ago. The frame moves it to
+        where the wall clock says it is, as a free-running browser would have: page time passes with
+        the wall clock between turns. Later actions of the turn follow within milliseconds, and those
+        that wait (mouse moves, the wheel, long typing) draw frames while they wait.
+
+        A browser that died raises :class:`BrowserCrashed`, one that stopped answering :class:`BrowserStalled`
+        (the episode ends, recorded as an error);
         any other browser error (an unknown key name) goes back to the model as a tool error.
         """
         from playwright.async_api import Error as PlaywrightError
@@ -378,6 +482,9 @@ class GUIEnv(Env):
         if any(t.info.get("miniwob", {}).get("done") for t in self.trajectory.turns):
             raise ToolError("the page has already judged this episode; nothing more can be done")
         try:
+            if not self._caught_up:  # the page's time went on while the model thought: show it to the action
+                self._caught_up = True
+                await page.draw()
             result = await action(page)
         except PageHung as e:
             late = await self._late_status(page)
@@ -435,10 +542,14 @@ class GUIEnv(Env):
         """The episode's failure, when ``error`` came from a page that misbehaved (it threw, hung, left).
 
         Only the page's own script can make it misbehave once it has loaded, and what the model typed
-        never runs as script (``csp.py``), so the episode is graded: MiniWoB's failure, with the reason.
+        never runs as script (``csp.py``). But the model's actions drive that script: an input can lead
+        a page's handler into a loop, and huge wheel deltas once wedged a page's input. A page that
+        does not answer while its browser does is therefore graded: MiniWoB's failure, with the reason.
 
         Raises:
             BrowserCrashed: The browser itself is gone: not the page's doing, the episode is an error.
+            BrowserStalled: The browser process does not answer either (a paused sandbox, a stalled host),
+                which no page and no action can cause: the episode is an error that says so.
         """
         crash = await self._crash_or(error)
         if crash is not error:

@@ -9,7 +9,9 @@ worth naming, indented by depth::
     [6] input_checkbox #ch0 checked=false @6,55 20x13
 
 ``[ref]`` is what ``click_element`` takes; ``@x,y wxh`` is the box in CSS pixels of the 160x210
-task area (what ``click(x, y)`` aims at). Strings are JSON, so any text reads back exactly.
+task area (what ``click(x, y)`` aims at); ``hidden`` marks one scrolled out of its container's view (its
+box is where it would be, and a click there lands on whatever is shown there). Strings are JSON, so any
+text reads back exactly.
 :func:`parse_dom` reads that text back into :class:`Node` objects: the reference policy finds its
 targets in the same text a model gets, not in anything the model cannot see.
 """
@@ -39,6 +41,8 @@ class Node:
     value: str | bool | None = None
     focused: bool = False
     depth: int = 0
+    hidden: bool = False
+    """Out of view: its box lies outside a scrolled container's visible box (scroll it into view to click it)."""
 
     @property
     def center(self) -> tuple[float, float]:
@@ -89,6 +93,8 @@ def _line(info: dict[str, Any], depth: int) -> str:
                      else f"value={json.dumps(str(value), ensure_ascii=False)}")
     if info.get("focused"):
         parts.append("focused")
+    if info.get("hidden"):
+        parts.append("hidden")
     box = [round(info[k]) for k in ("left", "top", "width", "height")]
     parts.append(f"@{box[0]},{box[1]} {box[2]}x{box[3]}")
     return "  " * depth + " ".join(parts)
@@ -116,7 +122,7 @@ _LINE = re.compile(
     r"(?: #(?P<id>\S+))?(?P<classes>(?: \.\S+)*)"
     rf"(?: (?P<text>{_STRING}))?"
     rf"(?: value=(?P<value>{_STRING})| checked=(?P<checked>true|false))?"
-    r"(?P<focused> focused)?"
+    r"(?P<focused> focused)?(?P<hidden> hidden)?"
     r" @(?P<x>-?\d+),(?P<y>-?\d+) (?P<w>\d+)x(?P<h>\d+)$"
 )
 
@@ -136,7 +142,7 @@ def parse_dom(text: str) -> Dom:
         nodes.append(Node(
             ref=int(m["ref"]), tag=m["tag"], text=json.loads(m["text"]) if m["text"] else "",
             id=m["id"] or "", classes=tuple(c for c in m["classes"].split(" .") if c),
-            value=value, focused=bool(m["focused"]), depth=len(m["indent"]) // 2,
+            value=value, focused=bool(m["focused"]), hidden=bool(m["hidden"]), depth=len(m["indent"]) // 2,
             box=(int(m["x"]), int(m["y"]), int(m["w"]), int(m["h"])),
         ))
     return Dom(nodes)

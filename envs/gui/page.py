@@ -57,6 +57,75 @@ _STATUS = """({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw_reward: WOB
   reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON), href: location.href})"""
 _STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ return null; }} }})()"
 """The status, or null where the page cannot give it: read with a click, whose own failure is another matter."""
+_DOM_WITH_OPTIONS = """(() => {
+  const info = core.getDOMInfo();
+  const meet = (a, b) => {
+    const left = Math.max(a.left, b.left), top = Math.max(a.top, b.top);
+    return {left, top, width: Math.min(a.left + a.width, b.left + b.width) - left,
+            height: Math.min(a.top + a.height, b.top + b.height) - top};
+  };
+  const listBox = element => element instanceof HTMLSelectElement && (element.multiple || element.size > 1);
+  const clips = element => {
+    if (listBox(element)) return true;
+    const style = getComputedStyle(element);
+    return style.overflowX !== 'visible' || style.overflowY !== 'visible';
+  };
+  const option = (option, box) => {
+    if (option.dataset.wob_ref === undefined || option.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
+      option.dataset.wob_ref = core.nextRefCode++;
+      option.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
+    }
+    const ref = +option.dataset.wob_ref;
+    core.previousDOMInfo[ref] = option;
+    return {tag: 'OPTION', ref, left: box.left, top: box.top, width: box.width, height: box.height, children: [],
+            id: option.id, classes: option.className, text: option.text.trim(), value: option.selected};
+  };
+  const walk = (node, clip) => {
+    const element = core.previousDOMInfo[node.ref];  // none for a run of text
+    if (clip !== null) {
+      const seen = meet(node, clip);
+      if (seen.width <= 0 || seen.height <= 0) node.hidden = true;
+    }
+    if (element instanceof HTMLSelectElement) {
+      node.value = element.value;
+      if (!listBox(element)) {
+        node.children = Array.from(element.options, child => option(child, node));
+        return;
+      }
+    } else if (element instanceof HTMLOptionElement) {
+      node.value = element.selected;
+    }
+    const inner = element !== undefined && clips(element) ? (clip === null ? node : meet(node, clip)) : clip;
+    (node.children || []).forEach(child => walk(child, inner));
+  };
+  if (info) walk(info, null);
+  return info;
+})()"""
+"""``core.getDOMInfo()``, with each ``<select>``'s value and options, and what lies out of view.
+
+A closed drop-down's options have no box, so MiniWoB leaves them out: here they are its children, one
+each, with a ref, its text, whether it is the chosen one (``value``) and the select's box (where a click
+opens the list). Every element or text run whose box lies wholly outside the visible box of a scrolling
+ancestor (an ``overflow`` other than ``visible``, a list box) is marked ``hidden``: MiniWoB gives such an
+option of a scrolled list the box it would have below the list, where a click lands on what is there."""
+_CLICK_REF = """(ref => {
+  const element = core.previousDOMInfo[ref];
+  if (!(element instanceof HTMLOptionElement)) return core.elementClick(ref);
+  const select = element.closest('select');
+  if (select === null || select.disabled || element.disabled) return 'the option cannot be chosen (disabled)';
+  core.canvasDrawElementClick(select);
+  select.focus();
+  element.selected = true;
+  select.dispatchEvent(new Event('input', {bubbles: true}));
+  select.dispatchEvent(new Event('change', {bubbles: true}));
+  return true;
+})"""
+"""``core.elementClick(ref)``; for an ``<option>``, what choosing it from its open list does (a click on an
+option selects nothing): it becomes the select's choice, and the select gets focus, ``input`` and ``change``,
+as with Playwright's ``select_option``."""
+DRAG_STEPS = 8
+"""Mouse moves a pointer move is sent as: drag handlers (jQuery UI's, d3's) follow moves, and some start a drag
+only past a few pixels of them; a move to the same point is as many moves that go nowhere."""
 CALL_SECONDS = 30.0
 """How long one call on the page (an action, a read) may take before the page counts as hung: far above
 what any takes on a busy machine (milliseconds; typing the most ``type`` allows, a few seconds)."""
@@ -138,13 +207,15 @@ async def serve_miniwob(context: Any) -> None:
 
     The catch-all abort is registered first; Playwright tries the latest route first, so requests
     under :data:`ORIGIN` are answered from the wheel and nothing else leaves the browser. Every page
-    comes with its Content-Security-Policy (``csp.py``): no text typed into it runs as script.
+    comes with its Content-Security-Policy (``csp.py``): no text typed into it runs as script, it runs
+    only its own script files, and it opens no window; no page of the context keeps a frame (``NO_FRAMES``).
     """
-    from agentgym.envs.gui.csp import content_security_policy
+    from agentgym.envs.gui.csp import NO_FRAMES, content_security_policy
     from agentgym.sandboxes.browser.serve import abort_all, serve_directory
 
     await abort_all(context)
     await serve_directory(context, html_root(), ORIGIN, headers=content_security_policy)
+    await context.add_init_script(NO_FRAMES)
 
 
 async def open_task(browser: BrowserSandbox, context: Any, task: str) -> MiniWoBPage:
@@ -225,8 +296,9 @@ class MiniWoBPage:
         return Status.read(await self._evaluate(_STATUS), self.task)
 
     async def dom(self) -> dict[str, Any]:
-        """``core.getDOMInfo()``: the visible element tree with refs and boxes; refreshes the refs."""
-        dom: dict[str, Any] = await self._evaluate("core.getDOMInfo()")
+        """``core.getDOMInfo()``: the visible element tree with refs and boxes, and every select's options;
+        refreshes the refs."""
+        dom: dict[str, Any] = await self._evaluate(_DOM_WITH_OPTIONS)
         return dom
 
     async def screenshot(self) -> bytes:
@@ -246,8 +318,9 @@ class MiniWoBPage:
         return None if raw is None else Status.read(raw, self.task)
 
     async def click_ref(self, ref: int) -> str | None:
-        """Click an element by the ref of the last :meth:`dom` the way MiniWoB does; an error text if it failed."""
-        result = await self._evaluate(f"core.elementClick({int(ref)})")
+        """Click an element by the ref of the last :meth:`dom` the way MiniWoB does (an option: choose it); an
+        error text if it failed."""
+        result = await self._evaluate(f"{_CLICK_REF}({int(ref)})")
         return None if result is True else str(result)[:MAX_REASON_CHARS]
 
     async def _evaluate(self, expression: str) -> Any:
@@ -259,6 +332,19 @@ class MiniWoBPage:
 
     async def press(self, key: str) -> None:
         await self._bounded(self.frames.run(self.page.keyboard.press(key)), "a key press")
+
+    async def pointer(self, button: str | None, x: float, y: float) -> None:
+        """The mouse moved to (x, y) in :data:`DRAG_STEPS` moves (a drag handler sees it travel), then
+        pressed (``button`` ``"down"``), released (``"up"``) or neither (None)."""
+        await self._bounded(self.frames.run(self._pointer(button, x, y)), "a mouse move")
+
+    async def _pointer(self, button: str | None, x: float, y: float) -> None:
+        mouse = self.page.mouse
+        await mouse.move(x, y, steps=DRAG_STEPS)
+        if button == "down":
+            await mouse.down()
+        elif button == "up":
+            await mouse.up()
 
     async def scroll(self, dx: float, dy: float, x: float, y: float) -> None:
         await self._bounded(self.frames.run(self._scroll(dx, dy, x, y)), "a scroll")

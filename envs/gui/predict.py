@@ -17,7 +17,7 @@ from agentgym.env import Dodge, Env
 from agentgym.envs.gui.dataset import read_records
 from agentgym.envs.gui.env import GUIEnv, Observation
 from agentgym.envs.gui.observe import parse_dom
-from agentgym.envs.gui.rewards import action_format, action_type, click_in_box
+from agentgym.envs.gui.rewards import ACTION_TYPES, action_format, action_type, click_in_box
 from agentgym.errors import EnvError
 from agentgym.rewards import Rubric
 from agentgym.rewards.verifier import ScoreFn, Verifier
@@ -110,3 +110,8 @@ class GUIPredictEnv(GUIEnv):
 
     async def _record_status(self) -> None:
         return None
+
+
+GUIPredictEnv._tools = {name: tool for name, tool in GUIPredictEnv._tools.items()
+                        if name in ACTION_TYPES or name == "finish"}
+"""The live env's tools but the pointer ones: a record is one click, key or text, never a drag to score."""

@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
@@ -218,15 +218,27 @@ class BrowserSandbox:
 
     async def is_alive(self) -> bool:
         """Whether the browser answers a round trip within five seconds; never raises."""
+        return await self.ping() == "answers"
+
+    async def ping(self) -> Literal["answers", "gone", "silent"]:
+        """A round trip to the browser process (not to any page): it ``answers``, is ``gone`` (the call
+        failed: it exited, its pipe closed) or is ``silent`` (still connected, but no answer within
+        :data:`PING_TIMEOUT`: a paused sandbox, a stopped or starved process). Never raises.
+
+        A page's script runs in its renderer, so a page that loops leaves the browser answering: only
+        something outside the pages (the host, the sandbox) makes the browser itself silent.
+        """
         if not self.connected:
-            return False
+            return "gone"
         try:
             session = await asyncio.wait_for(self.browser.new_browser_cdp_session(), PING_TIMEOUT)
             await asyncio.wait_for(session.send("Browser.getVersion"), PING_TIMEOUT)
             await session.detach()
+        except TimeoutError:
+            return "silent" if self.connected else "gone"
         except Exception:
-            return False
-        return True
+            return "gone"
+        return "answers"
 
     async def kill_browser(self) -> None:
         """Kill Chromium inside the sandbox with SIGKILL, as a crash would (for crash tests).

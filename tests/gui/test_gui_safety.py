@@ -174,6 +174,46 @@ async def test_a_page_that_hangs_after_an_action_is_a_failure_when_ended(backend
         assert "did not finish typing" in env.trajectory.info["miniwob_reason"]
 
 
+FRAME = '<iframe srcdoc="<script src=/common/ui_utils.js></script>"></iframe>'
+LINK = '<a id="away" href="click-button.html" target="_blank">away</a>'
+
+
+async def test_markup_that_lands_in_a_page_opens_no_frame_and_no_window(backend):
+    """``terminal`` writes each command into the page as HTML: a typed frame (whose ``srcdoc`` would run the
+    served scripts same-origin) is gone as soon as it lands, and a typed ``target=_blank`` link, clicked,
+    opens no page; the page stays the task's."""
+    async with GUIEnv(names="terminal", observation="dom", sandbox_backend=backend) as env:
+        opening = (await env.reset(env.tasks()[0], seed=1))[1].text
+        (prompt,) = [n for n in parse_dom(opening) if n.id == "terminal-target"]
+        await env.step(call("click_element", ref=prompt.ref))
+        for markup in (FRAME, LINK):
+            await env.step(call("type", text=markup))
+            shown = await env.step(call("press", key="Enter"))
+        page = env._live_page.page
+        await asyncio.sleep(0.3)
+        assert await page.evaluate("document.querySelectorAll('iframe, frame').length") == 0
+        assert page.frames == [page.main_frame]
+        (link,) = [n for n in parse_dom(shown.observation[-1].text) if n.id == "away"]  # the link did land
+        await env.step(call("click_element", ref=link.ref))
+        await env.step(call("click", x=link.center[0], y=link.center[1]))
+        await page.evaluate("window.open('click-button.html')")  # as a page's own script would
+        await asyncio.sleep(0.5)
+        assert page.context.pages == [page], [p.url for p in page.context.pages]
+        assert (await env._live_page.status()).broken is None  # still the task's page, judged by it
+
+
+async def test_a_page_may_load_only_its_own_script_files(backend):
+    """A served script file the page does not load itself is refused, even inserted by page script."""
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=backend) as env:
+        await env.reset(env.tasks()[0], seed=1)
+        page = env._live_page.page
+        loads = """(src) => new Promise(done => { const s = document.createElement('script'); s.src = src;
+                     s.onload = () => done(true); s.onerror = () => done(false); document.head.append(s); })"""
+        assert await page.evaluate(loads, "../core/core.js")  # its own
+        assert not await page.evaluate(loads, "../core/jscolor.min.js")  # another page's
+        assert await page.evaluate("typeof jscolor") == "undefined"
+
+
 @pytest.mark.parametrize(("name", "arguments", "error"), [
     ("scroll", {"dx": 0, "dy": 1e12}, "at most 1000 pixels"),
     ("scroll", {"dx": float("nan"), "dy": 0}, "at most 1000 pixels"),

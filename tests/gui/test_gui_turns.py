@@ -3,12 +3,18 @@ timeout, quitting before the page's verdict scores MiniWoB's failure value, and 
 episode can be pasted in the next."""
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
+import subprocess
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from agentgym.envs.gui import GUIEnv
+from agentgym.rollout import rollout
 from agentgym.types import Message, ToolCall, assistant
 
 pytestmark = pytest.mark.docker
@@ -82,3 +88,57 @@ async def test_a_host_stall_during_a_right_click_is_graded_from_the_pages_own_ve
         result = await env.step(calls(("click", {"x": target.center[0], "y": target.center[1]})))
         assert result.terminated and env.trajectory.outcome == "terminated"
         assert env.trajectory.outcome_reward == 1.0, env.trajectory.info
+
+
+@contextlib.contextmanager
+def stopped(browser) -> Iterator[None]:
+    """The browser's sandbox frozen (``docker pause``; SIGSTOP of the local Chromium) until the block ends."""
+    from agentgym.sandboxes.browser import launch
+
+    if browser._container is not None:
+        subprocess.run(["docker", "pause", browser._container], check=True, capture_output=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["docker", "unpause", browser._container], check=True, capture_output=True)
+        return
+    pid = launch.local_browser_pid(browser._marker)
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+class StopsTheBrowserThenClicks:
+    """Freezes the episode's browser, clicks, and lets it go again once the episode has ended."""
+
+    name = "stopper"
+
+    def __init__(self, env: GUIEnv, stack: contextlib.ExitStack) -> None:
+        self.env, self.stack = env, stack
+
+    async def act(self, messages, tools, *, task):
+        from agentgym.policies.base import Reply
+
+        self.stack.enter_context(stopped(self.env._browser))
+        return Reply(message=calls(("click", {"x": 80, "y": 100})))
+
+
+async def test_a_browser_that_stops_answering_is_an_infrastructure_error_that_says_so(backend, monkeypatch):
+    """The whole browser frozen is no page's and no action's doing: an error naming the stall, never the
+    model's -1 (a page whose own script loops while its browser answers is graded -1: test_gui_safety)."""
+    from agentgym.envs.gui import page
+    from agentgym.sandboxes.browser import sandbox
+
+    monkeypatch.setattr(page, "CALL_SECONDS", 2.0)
+    monkeypatch.setattr(sandbox, "PING_TIMEOUT", 1.0)
+    async with GUIEnv(names="click-button", observation="dom", sandbox_backend=backend) as env:
+        with contextlib.ExitStack() as stack:
+            trajectory = await rollout(env, StopsTheBrowserThenClicks(env, stack), env.tasks()[0], seed=1)
+        assert trajectory.outcome == "error", trajectory.info
+        assert trajectory.failure.startswith("BrowserStalled: the browser stopped answering"), trajectory.failure
+        assert "not the model's doing" in trajectory.failure
+        await env.reset(env.tasks()[0], seed=2)  # let go, the browser plays on
+        assert not (await env.step(calls(("click", {"x": 5, "y": 5})))).terminated

@@ -23,6 +23,7 @@ PAGE = element(1, "BODY", (0, 0, 160, 210), [
         element(4, "INPUT_text", (34, 52, 117, 21), id="tt", value="typed", focused=True),
         element(5, "INPUT_checkbox", (6, 55, 20, 13), value=False),
         {"ref": -1, "tag": "t", "left": 29, "top": 59, "width": 20, "height": 11, "children": [], "text": "USa"},
+        element(6, "OPTION", (3, 177, 148, 17), text="Christal", value=False, hidden=True),
     ]),
 ])
 
@@ -35,7 +36,9 @@ def test_dom_text_names_elements_and_reads_back_exactly():
     assert "[5] input_checkbox checked=false @6,55 20x13" in lines
     assert all("[2]" not in line and "[1]" not in line for line in lines)
     dom = parse_dom("Instruction: something\n" + text)
-    assert [n.ref for n in dom] == [3, 4, 5, -1]
+    assert '[6] option "Christal" checked=false hidden @3,177 148x17' in lines
+    assert [n.ref for n in dom] == [3, 4, 5, -1, 6]
+    assert dom.get(6).hidden and not any(dom.get(ref).hidden for ref in (3, 4, 5, -1))
     button = dom.get(3)
     assert button.text == 'Say "hi" — ok' and button.classes == ("primary", "big") and button.box == (2, 75, 34, 21)
     assert dom.get(4).value == "typed" and dom.get(4).focused and dom.get(4).id == "tt"

@@ -4,7 +4,8 @@
 returns); importing this package imports every family module, which registers its solvers.
 """
 
-from agentgym.envs.gui.solvers import clicks, email, forms, puzzles, social, tables, text
+from agentgym.envs.gui.solvers import clicks, email, forms, pointer, puzzles, social, tables, text
 from agentgym.envs.gui.solvers.base import SOLVERS, Action, Page, Solver
 
-__all__ = ["SOLVERS", "Action", "Page", "Solver", "clicks", "email", "forms", "puzzles", "social", "tables", "text"]
+__all__ = ["SOLVERS", "Action", "Page", "Solver", "clicks", "email", "forms", "pointer", "puzzles", "social", "tables",
+           "text"]

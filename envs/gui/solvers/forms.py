@@ -37,6 +37,14 @@ def click_option(page: Page) -> Action:
     return click(submit_button(page)) if radio.value else click(radio)
 
 
+@solves("choose-list")
+def choose_list(page: Page) -> Action:
+    """Choose the option named (``click_element`` on an option chooses it), then Submit."""
+    wanted = page.match(r"Select (.*) from the list")[1]
+    option = page.choose(page.dom.find(tag="option"), lambda n: n.text == wanted)
+    return click(submit_button(page)) if option.value else click(option)
+
+
 @solves("focus-text")
 def focus_text(page: Page) -> Action | None:
     field = inputs(page)[0]
