@@ -1,6 +1,6 @@
 """A change's cost, side by side: the sandbox layer's benchmarks run under two checkouts, rounds interleaved.
 
-A redesign of the sandbox layer (issue 27: one runtime, the supervisor as a package) must make no
+A redesign of the sandbox layer (such as one runtime, or the supervisor as a package) must make no
 benchmark slower beyond its spread. Each checkout runs *its own* copy of each benchmark script (so an
 older checkout needs none of the newer API) with ``PYTHONPATH`` set to it, and in every round the two
 run back to back, which goes first alternating; ratios NEW/OLD are taken within the round, so a load
