@@ -25,8 +25,10 @@ class) it
 
 In the tests' own process each of these is seen by a test that looks; in isolated grading none is,
 so where the two grades differ the tests depend on what isolated grading cannot carry, and the task
-is graded in-process (``auto``) or refused (``isolated``). Python 3.9+, stdlib only: it runs in the
-sandboxes, as part of a solution's source.
+is graded in-process (``auto``) or refused (``isolated``). Tests whose threads call the candidate at
+once must not make the probe itself differ: its bookkeeping around a call holds a lock, and
+``decimal``'s context, which is each thread's own, is compared with the same thread's last call.
+Python 3.9+, stdlib only: it runs in the sandboxes, as part of a solution's source.
 """
 
 
@@ -36,11 +38,15 @@ def _agentgym_probe(entry):  # type: ignore[no-untyped-def]
     import random
     import sys
     import tempfile
+    import threading
 
     containers = (list, dict, set, bytearray)
     sentinel = object()  # what no test expects
     shared = []  # type: ignore[var-annotated]  # [object, its repr when last seen, returned by the candidate]: most recent last
     first = [True]
+    # The bookkeeping around a call is one step for other threads: a test's threads calling at once must
+    # not see one call's own changes to process state as changes made by the tests.
+    lock = threading.Lock()
 
     def snap(value):  # type: ignore[no-untyped-def]
         try:
@@ -87,19 +93,26 @@ def _agentgym_probe(entry):  # type: ignore[no-untyped-def]
     random.seed, random.setstate = counted(random.seed), counted(random.setstate)
 
     def state():  # type: ignore[no-untyped-def]
+        """What a candidate may read of its process; the last item, ``decimal``'s context, is the thread's own."""
         try:
             files = sorted(os.listdir("."))[:1000]
         except OSError:
             files = None
         found = [seeded[0], sys.getrecursionlimit(), list(sys.argv), dict(os.environ), os.getcwd(), files]
         decimal, logging = sys.modules.get("decimal"), sys.modules.get("logging")
-        if decimal is not None:
-            found.append(repr(decimal.getcontext()))
         if logging is not None:
             found.append([repr(h) for h in logging.root.handlers] + [logging.root.level])
+        found.append(None if decimal is None else repr(decimal.getcontext()))
         return found
 
+    # The state after the latest call in any thread (for the process-wide items), and in this thread (its own).
     last = [state()]
+    mine = threading.local()
+    mine.last = last[0]
+
+    def set_by_tests():  # type: ignore[no-untyped-def]
+        now, own = state(), getattr(mine, "last", None)
+        return now[:-1] != last[0][:-1] or (own is not None and now[-1] != own[-1])
 
     def after(args, kwargs, value):  # type: ignore[no-untyped-def]
         given = [v for v in list(args) + list(kwargs.values()) if tracked(v)]
@@ -136,10 +149,13 @@ def _agentgym_probe(entry):  # type: ignore[no-untyped-def]
     def wrap(function, method):  # type: ignore[no-untyped-def]
         @functools.wraps(function)
         def probed(*args, **kwargs):  # type: ignore[no-untyped-def]
-            set_by_tests = state() != last[0]
-            value = after(args[1:] if method else args, kwargs, function(*args, **kwargs))
-            last[0] = state()
-            return sentinel if set_by_tests else value
+            with lock:
+                tests_changed_it = set_by_tests()
+            value = function(*args, **kwargs)
+            with lock:
+                value = after(args[1:] if method else args, kwargs, value)
+                last[0] = mine.last = state()
+            return sentinel if tests_changed_it else value
 
         return probed
 
