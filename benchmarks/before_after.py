@@ -6,7 +6,9 @@ older checkout needs none of the newer API) with ``PYTHONPATH`` set to it, and i
 run back to back, which goes first alternating; ratios NEW/OLD are taken within the round, so a load
 that drifts over the run moves both arms. What is compared, per benchmark, is a few figures of its
 results file: whole code-env episodes (``humaneval_reference.py``, CPU per episode and episodes per
-second), wipes (``wipe_cost.py``), GUI env steps (``gui_browser.py``) and SWE resets (``swe_env.py``).
+second), code gradings (``code_grading_cost.py``, isolated: a 20,000-call task and HumanEval tasks),
+wipes (``wipe_cost.py``), GUI env steps (``gui_browser.py``) and SWE resets (``swe_env.py``). A checkout
+older than a script runs the newer checkout's copy of it (such a script says how it adapts).
 
     python benchmarks/before_after.py --versions ../before,. --repeat 2
     python benchmarks/before_after.py --versions ../before,. --only wipe --repeat 3
@@ -50,6 +52,12 @@ def _humaneval(result: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def _grading(result: dict[str, Any]) -> dict[str, float]:
+    found = result["modes"].get("isolated") or result["modes"]["isolated (no modes)"]
+    return {"isolated 20,000-call task s": float(found["20000_calls_s"]),
+            "isolated HumanEval s/task": float(found["humaneval_s_per_task"])}
+
+
 def _wipe(result: dict[str, Any]) -> dict[str, float]:
     return {f"{level['backend']} x{level['sessions']} {name}": float(level["summary"][name]["median"])
             for level in result["levels"] for name in ("cpu_ms_per_wipe", "close_to_answer_p50_ms")}
@@ -67,16 +75,20 @@ def _swe(result: dict[str, Any]) -> dict[str, float]:
 BENCHES: dict[str, Bench] = {
     "code episodes": Bench("humaneval_reference.py", ("--kinds", "docker,local", "--repeat", "1", "--limit", "40"),
                            _humaneval, ("CPU-ms/episode",)),
+    "code grading": Bench("code_grading_cost.py", ("--sandbox", "local", "--repeat", "3", "--modes", "isolated"),
+                          _grading, (" s",)),
     "wipe": Bench("wipe_cost.py", ("--repeat", "1", "--seconds", "3"), _wipe, ("cpu_ms_per_wipe", "p50_ms")),
     "gui step": Bench("gui_browser.py", ("--samples", "20", "--repeats", "1", "--starts", "1"), _gui, ("_ms",)),
     "swe reset": Bench("swe_env.py", ("--samples", "4", "--runs", "1"), _swe, ("_ms", "_s")),
 }
 
 
-def run_once(bench: Bench, checkout: Path, scratch: Path, tag: str) -> dict[str, float]:
-    """``bench`` as ``checkout`` has it, with that checkout on ``PYTHONPATH``; the figures of its results."""
+def run_once(bench: Bench, checkout: Path, newer: Path, scratch: Path, tag: str) -> dict[str, float]:
+    """``bench`` as ``checkout`` has it (else as ``newer`` has it), with ``checkout`` on ``PYTHONPATH``; its figures."""
     out = scratch / f"{tag}.json"
     script = checkout / "benchmarks" / bench.script
+    if not script.exists():
+        script = newer / "benchmarks" / bench.script
     done = subprocess.run([sys.executable, str(script), *bench.args, "--out", str(out)],
                           env={**os.environ, "PYTHONPATH": str(checkout)}, cwd=checkout,
                           capture_output=True, text=True, check=False)
@@ -110,7 +122,7 @@ def main() -> None:
                 for arm, checkout in order if round_ % 2 == 0 else order[::-1]:
                     print(f"round {round_ + 1}/{rounds}: {name} under {arm} ({checkout.name})", flush=True)
                     tag = f"{round_}-{name}-{arm}"
-                    figures[name][arm].append(run_once(BENCHES[name], checkout, Path(scratch), tag))
+                    figures[name][arm].append(run_once(BENCHES[name], checkout, versions[1], Path(scratch), tag))
     rows = []
     print(f"\nNEW ({versions[1].name}) over OLD ({versions[0].name}), median (min–max) of {rounds} round(s)")
     for name in names:

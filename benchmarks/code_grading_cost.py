@@ -4,7 +4,8 @@ Each grading is one ``verify`` on a warm pool (a first grading warms it and is n
 this process against the checkout on ``PYTHONPATH``; ``--modes`` picks the modes (a checkout without
 ``grading`` takes ``isolated`` only). Wall seconds per grading, the median of ``--repeat``. Where the
 checkout has the load-time dry run, its cost per HumanEval task (paid once per task set and process,
-before the first episode) is measured too.
+before the first episode) is measured too. ``before_after.py --only "code grading"`` runs it under two
+checkouts, rounds interleaved (an older checkout without this script runs the newer one's copy).
 
     python benchmarks/code_grading_cost.py --sandbox local --repeat 3
 """
@@ -17,6 +18,9 @@ import inspect
 import json
 import statistics
 import time
+from pathlib import Path
+
+from results_file import results_path, run_args, run_info, save_results
 
 from agentgym.envs.code.grading import verify
 from agentgym.envs.code.tasks import load_tasks
@@ -40,12 +44,16 @@ async def seconds(data: dict, solution: str, sandbox: str, mode: str | None, rep
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sandbox", default="local")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="gradings of the 20,000-call task, after a warm one")
     parser.add_argument("--humaneval", type=int, default=20, help="HumanEval tasks graded one after another")
     parser.add_argument("--modes", default="isolated,inprocess")
+    parser.add_argument("--quick", action="store_true", help="smoke test: one grading each, 3 HumanEval tasks")
+    parser.add_argument("--out", type=Path, help="results file (default results/code_grading_cost_SANDBOX.json)")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat, args.humaneval = 1, 3
     has_modes = "grading" in inspect.signature(verify).parameters
     modes = args.modes.split(",") if has_modes else [None]
     tasks = load_tasks()[: args.humaneval]
@@ -56,14 +64,15 @@ async def main() -> None:
         he_ok = 0
         for task in tasks:
             kwargs = {} if mode is None else {"grading": mode}
-            report = await verify(task.data, task.data["prompt"] + task.data["canonical_solution"],
+            graded = await verify(task.data, task.data["prompt"] + task.data["canonical_solution"],
                                   sandbox=args.sandbox, image="python", timeout=60, **kwargs)
-            he_ok += report.all_passed
+            he_ok += graded.all_passed
         he = (time.perf_counter() - start) / len(tasks)
         out[mode or "isolated (no modes)"] = {"20000_calls_s": round(many, 3), "20000_calls_passed": ok,
                                               "humaneval_s_per_task": round(he, 3),
                                               "humaneval_passed": f"{he_ok}/{len(tasks)}"}
-    report: dict = {"sandbox": args.sandbox, "repeat": args.repeat, "modes": out}
+    report: dict = {"info": run_info(), "args": run_args(args), "sandbox": args.sandbox, "repeat": args.repeat,
+                    "modes": out}
     try:
         from agentgym.envs.code.dryrun import decide
     except ImportError:
@@ -74,7 +83,8 @@ async def main() -> None:
                 for t in tasks]
         report["dry_run"] = {"humaneval_s_per_task": round((time.perf_counter() - start) / len(tasks), 3),
                              "kept_isolated": f"{kept.count('isolated')}/{len(tasks)}"}
-    print(json.dumps(report, indent=1))
+    print(json.dumps(report["modes"], indent=1))
+    save_results(report, args.out or results_path(f"code_grading_cost_{args.sandbox}"))
 
 
 if __name__ == "__main__":

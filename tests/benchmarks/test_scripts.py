@@ -196,3 +196,14 @@ def test_before_after(tmp_path: Path) -> None:
         assert row["benchmark"] == "wipe" and row["kind"] == "cost"
         assert is_spread(row["old"]) and is_spread(row["new"]) and is_spread(row["new_over_old"])
         assert row["new_over_old"]["median"] == row["new"]["median"] / row["old"]["median"]  # one round
+
+
+def test_code_grading_cost(tmp_path: Path) -> None:
+    """Both modes grade the 20,000-call task and the HumanEval tasks as passed; the dry run keeps them isolated."""
+    result = run_quick("code_grading_cost", tmp_path)
+    assert result["info"]["commit"] and result["sandbox"] == "local"
+    for mode in ("isolated", "inprocess"):
+        figures = result["modes"][mode]
+        assert figures["20000_calls_passed"] is True and figures["humaneval_passed"] == "3/3"
+        assert figures["20000_calls_s"] > 0 and figures["humaneval_s_per_task"] > 0
+    assert result["dry_run"]["kept_isolated"] == "3/3"
