@@ -87,6 +87,30 @@ def drag_items(page: Page) -> Action:
     return drag_element(items[now], x, y + nudge)
 
 
+GRID_PLACES = ("top left", "top center", "top right", "center left", "center", "center right", "bottom left",
+               "bottom center", "bottom right")
+GRID_MOVES = {"up": -3, "down": 3, "left": -1, "right": 1}
+GRID_NUDGE = 8
+"""Pixels past the middle of the item a dragged one takes the place of, the way it travels: the side jQuery UI's
+sortable needs the pointer on to put it after an item it passed (or before one it came back to)."""
+
+
+@solves("drag-items-grid")
+def drag_items_grid(page: Page) -> Action:
+    """The named item dropped on the place of the 3x3 grid asked (the page judges the drop), just past that
+    place's middle on the side it comes from; wrong: on another place."""
+    items = [n for n in page.dom if n.tag == "li"]
+    names = [next(c.text for c in page.subtree(item) if c.tag == "div") for item in items]
+    found = page.match(r"Drag (.+?) (?:to the (.+)|(up|down|left|right) by one)\.$")
+    now = names.index(found[1])
+    target = GRID_PLACES.index(found[2]) if found[2] else now + GRID_MOVES[found[3]]
+    place = page.choose([i for i in range(len(items)) if i != now], lambda i: i == target)
+    (x, y), (fx, fy) = items[place].center, items[now].center
+    if abs(x - fx) > 1:
+        return drag_element(items[now], x + (GRID_NUDGE if x > fx else -GRID_NUDGE), y)
+    return drag_element(items[now], x, y + (GRID_NUDGE if y > fy else -GRID_NUDGE))
+
+
 @solves("drag-sort-numbers")
 def drag_sort_numbers(page: Page) -> Action:
     """Drag the number that belongs first out of place up to there, until sorted, then Submit; wrong: sorted
