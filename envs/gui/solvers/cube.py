@@ -21,7 +21,10 @@ about its upright axis (it starts upside down: a move right turns it back)."""
 @solves("drag-cube")
 def drag_cube(page: Page) -> Action:
     """Press beside the cube's middle, move the held mouse the way :data:`ROLLS` says, hold it still until the
-    face asked is active, then Submit; wrong: the same for another face."""
+    face asked is active, then Submit; wrong: the same for another face.
+
+    The mouse goes to where it is pressed a turn before it is: the cube's tick (20 ms) takes every move the
+    mouse made since the last tick, and a press in the same tick as the move there would spin it by that."""
     faces = [n for n in page.dom if "cube-image" in n.classes]
     wanted = page.choose("123456", lambda face: face == page.quoted())
     if next(n.text for n in faces if "active" in n.classes) == wanted:
@@ -29,9 +32,11 @@ def drag_cube(page: Page) -> Action:
     cx = sum(n.center[0] for n in faces) / len(faces)
     cy = sum(n.center[1] for n in faces) / len(faces)
     dx, dy = ROLLS[wanted]
+    start: dict[str, object] = {"x": round(cx - dx / 2, 1), "y": round(cy - dy / 2, 1)}
+    if not page.history:  # there first: the page counts every move it sees the mouse make, pressed or not
+        return "mouse_move", start
     if not page.count("mouse_down"):
-        return "mouse_down", {"x": round(cx - dx / 2, 1), "y": round(cy - dy / 2, 1)}
-    if not page.count("mouse_move"):
+        return "mouse_down", start
+    if page.count("mouse_move") == 1:
         return "mouse_move", {"x": round(cx + dx / 2, 1), "y": round(cy + dy / 2, 1)}
-    last = next(arguments for name, arguments in reversed(page.history) if name == "mouse_move")
-    return "mouse_move", dict(last)  # held still: the spin runs down
+    return page.history[-1]  # held still: the spin runs down
