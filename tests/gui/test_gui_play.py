@@ -42,14 +42,14 @@ async def test_the_reference_chooses_from_a_list_and_a_wrong_choice_fails(backen
 
 
 DRAG_TASKS = ("drag-box,drag-circle,drag-single-shape,drag-items,drag-items-grid,drag-sort-numbers,drag-shapes,"
-              "drag-shapes-2,resize-textarea,highlight-text,highlight-text-2,draw-line,draw-circle")
+              "drag-shapes-2,drag-cube,resize-textarea,highlight-text,highlight-text-2,draw-line,draw-circle")
 
 
 @pytest.mark.timeout(900)
 async def test_the_reference_drags_and_a_wrong_drag_fails(backend):
     """Each drag, resize, highlight and draw task the reference solves, won with the pointer tools and lost by
     the same solver dragging wrong (the other way, to another place, over another paragraph, the other shapes
-    into the box, a line the other way, a flat stroke for a circle)."""
+    into the box, a line the other way, a flat stroke for a circle, the cube turned to another face)."""
     tasks = await measure(DRAG_TASKS, samples=2, seed=20, sandbox=backend, concurrency=2)
     assert set(tasks) == set(DRAG_TASKS.split(","))
     assert not [t.errors for t in tasks.values() if t.errors]
