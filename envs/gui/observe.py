@@ -7,11 +7,12 @@ worth naming, indented by depth::
     [4] button "Submit" @17,104 101x31
     [5] input_text #tt value="" focused @17,64 128x21
     [6] input_checkbox #ch0 checked=false @6,55 20x13
+    [7] circle color=#ff0000 @40,90 14x14
 
 ``[ref]`` is what ``click_element`` takes; ``@x,y wxh`` is the box in CSS pixels of the 160x210
 task area (what ``click(x, y)`` aims at); ``hidden`` marks one scrolled out of its container's view (its
-box is where it would be, and a click there lands on whatever is shown there). Strings are JSON, so any
-text reads back exactly.
+box is where it would be, and a click there lands on whatever is shown there); ``color=#rrggbb`` is the fill
+of an SVG shape or the background of a plain coloured box. Strings are JSON, so any text reads back exactly.
 :func:`parse_dom` reads that text back into :class:`Node` objects: the reference policy finds its
 targets in the same text a model gets, not in anything the model cannot see.
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 _CONTAINERS = frozenset({"BODY", "DIV", "SPAN", "FORM", "P", "TABLE", "TBODY", "THEAD", "TR", "UL", "OL", "LABEL"})
 _MAX_CLASSES = 2
+_COLOR = re.compile(r"#[0-9a-f]{6}")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Node:
     depth: int = 0
     hidden: bool = False
     """Out of view: its box lies outside a scrolled container's visible box (scroll it into view to click it)."""
+    color: str = ""
+    """The colour it shows, ``#rrggbb``: an SVG shape's fill, a plain box's background ("" where none)."""
 
     @property
     def center(self) -> tuple[float, float]:
@@ -91,6 +95,8 @@ def _line(info: dict[str, Any], depth: int) -> str:
         value = info["value"]
         parts.append(f"checked={'true' if value else 'false'}" if isinstance(value, bool)
                      else f"value={json.dumps(str(value), ensure_ascii=False)}")
+    if isinstance(info.get("color"), str) and _COLOR.fullmatch(info["color"]):
+        parts.append(f"color={info['color']}")
     if info.get("focused"):
         parts.append("focused")
     if info.get("hidden"):
@@ -122,7 +128,7 @@ _LINE = re.compile(
     r"(?: #(?P<id>\S+))?(?P<classes>(?: \.\S+)*)"
     rf"(?: (?P<text>{_STRING}))?"
     rf"(?: value=(?P<value>{_STRING})| checked=(?P<checked>true|false))?"
-    r"(?P<focused> focused)?(?P<hidden> hidden)?"
+    r"(?: color=(?P<color>#[0-9a-f]{6}))?(?P<focused> focused)?(?P<hidden> hidden)?"
     r" @(?P<x>-?\d+),(?P<y>-?\d+) (?P<w>\d+)x(?P<h>\d+)$"
 )
 
@@ -142,7 +148,8 @@ def parse_dom(text: str) -> Dom:
         nodes.append(Node(
             ref=int(m["ref"]), tag=m["tag"], text=json.loads(m["text"]) if m["text"] else "",
             id=m["id"] or "", classes=tuple(c for c in m["classes"].split(" .") if c),
-            value=value, focused=bool(m["focused"]), hidden=bool(m["hidden"]), depth=len(m["indent"]) // 2,
+            value=value, focused=bool(m["focused"]), hidden=bool(m["hidden"]), color=m["color"] or "",
+            depth=len(m["indent"]) // 2,
             box=(int(m["x"]), int(m["y"]), int(m["w"]), int(m["h"])),
         ))
     return Dom(nodes)

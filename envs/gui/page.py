@@ -59,10 +59,19 @@ _STATUS_OR_NULL = f"(() => {{ try {{ return {_STATUS}; }} catch (error) {{ retur
 """The status, or null where the page cannot give it: read with a click, whose own failure is another matter."""
 _DOM_WITH_OPTIONS = """(() => {
   const info = core.getDOMInfo();
-  const meet = (a, b) => {
-    const left = Math.max(a.left, b.left), top = Math.max(a.top, b.top);
-    return {left, top, width: Math.min(a.left + a.width, b.left + b.width) - left,
-            height: Math.min(a.top + a.height, b.top + b.height) - top};
+  const UNLISTED = new Set(['reward-display', 'sync-task-cover', 'click-canvas', 'query']);  // as MiniWoB's
+  const flat = element => {
+    const box = element.getBoundingClientRect();
+    return box.width === 0 || box.height === 0;
+  };
+  const refOf = element => {
+    if (element.dataset.wob_ref === undefined || element.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
+      element.dataset.wob_ref = core.nextRefCode++;
+      element.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
+    }
+    const ref = +element.dataset.wob_ref;
+    core.previousDOMInfo[ref] = element;
+    return ref;
   };
   const listBox = element => element instanceof HTMLSelectElement && (element.multiple || element.size > 1);
   const clips = element => {
@@ -70,16 +79,67 @@ _DOM_WITH_OPTIONS = """(() => {
     const style = getComputedStyle(element);
     return style.overflowX !== 'visible' || style.overflowY !== 'visible';
   };
-  const option = (option, box) => {
-    if (option.dataset.wob_ref === undefined || option.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
-      option.dataset.wob_ref = core.nextRefCode++;
-      option.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
+  const recovered = new Set();
+  const shown = element => {  // what a person sees of an element MiniWoB left out for its zero-size box
+    if (UNLISTED.has(element.id)) return undefined;
+    if (!flat(element)) {
+      const seen = core.previousDOMInfo;
+      const subtree = core.getDOMInfo(element);  // refills core.previousDOMInfo with its subtree alone
+      core.previousDOMInfo = Object.assign(seen, core.previousDOMInfo);
+      return subtree;
     }
-    const ref = +option.dataset.wob_ref;
-    core.previousDOMInfo[ref] = option;
-    return {tag: 'OPTION', ref, left: box.left, top: box.top, width: box.width, height: box.height, children: [],
-            id: option.id, classes: option.className, text: option.text.trim(), value: option.selected};
+    if (clips(element) || !(element instanceof HTMLElement || element instanceof SVGElement)) return undefined;
+    const children = Array.from(element.children, shown).filter(child => child !== undefined);
+    if (children.length === 0) return undefined;
+    const box = element.getBoundingClientRect();
+    const node = {tag: element.tagName, ref: refOf(element), left: box.left, top: box.top, width: box.width,
+                  height: box.height, children, id: element.id, classes: element.getAttribute('class') || ''};
+    recovered.add(node);
+    return node;
   };
+  const recover = node => {
+    const element = core.previousDOMInfo[node.ref];  // none for a run of text
+    if (element === undefined) return;
+    if (!recovered.has(node) && element.firstElementChild !== null) {
+      const listed = node.children || [];
+      const children = [];
+      let next = 0;
+      element.childNodes.forEach(child => {
+        if (child instanceof Text) {
+          while (next < listed.length && listed[next].tag === 't') children.push(listed[next++]);
+        } else if (child instanceof Element) {
+          if (next < listed.length && core.previousDOMInfo[listed[next].ref] === child) {
+            children.push(listed[next++]);
+          } else if (flat(child)) {
+            const found = shown(child);
+            if (found !== undefined) children.push(found);
+          }
+        }
+      });
+      node.children = children.concat(listed.slice(next));
+    }
+    (node.children || []).forEach(recover);
+  };
+  const hex = css => {
+    const rgb = /^rgba?\\((\\d+), (\\d+), (\\d+)(?:, ([\\d.]+))?\\)$/.exec(css || '');
+    if (rgb === null || (rgb[4] !== undefined && +rgb[4] === 0)) return null;
+    return '#' + rgb.slice(1, 4).map(part => (+part).toString(16).padStart(2, '0')).join('');
+  };
+  const colour = (node, element) => {
+    if (element instanceof SVGGeometryElement && !(element instanceof SVGLineElement)) {
+      return hex(getComputedStyle(element).fill);
+    }
+    const leaf = !(node.children || []).length && !node.text && !('value' in node);
+    return leaf && element instanceof HTMLElement ? hex(getComputedStyle(element).backgroundColor) : null;
+  };
+  const meet = (a, b) => {
+    const left = Math.max(a.left, b.left), top = Math.max(a.top, b.top);
+    return {left, top, width: Math.min(a.left + a.width, b.left + b.width) - left,
+            height: Math.min(a.top + a.height, b.top + b.height) - top};
+  };
+  const option = (option, box) => ({tag: 'OPTION', ref: refOf(option), left: box.left, top: box.top,
+                                     width: box.width, height: box.height, children: [], id: option.id,
+                                     classes: option.className, text: option.text.trim(), value: option.selected});
   const walk = (node, clip) => {
     const element = core.previousDOMInfo[node.ref];  // none for a run of text
     if (clip !== null) {
@@ -95,19 +155,33 @@ _DOM_WITH_OPTIONS = """(() => {
     } else if (element instanceof HTMLOptionElement) {
       node.value = element.selected;
     }
+    const shade = element === undefined ? null : colour(node, element);
+    if (shade !== null) node.color = shade;
     const inner = element !== undefined && clips(element) ? (clip === null ? node : meet(node, clip)) : clip;
     (node.children || []).forEach(child => walk(child, inner));
   };
-  if (info) walk(info, null);
+  if (info) {
+    recover(info);
+    walk(info, null);
+  }
   return info;
 })()"""
-"""``core.getDOMInfo()``, with each ``<select>``'s value and options, and what lies out of view.
+"""``core.getDOMInfo()``, with what it leaves out that a person sees: what a zero-size box holds, each
+``<select>``'s value and options, what lies out of view, and colours.
+
+MiniWoB drops an element whose box has no width or no height together with everything in it, but its
+children can show all the same: floated items in a list of no height (drag-items-grid), what a ``display:
+contents`` wrapper holds. Such an element is listed here, in its place, with its own (empty) box, and
+with the children that have a box of their own (and theirs); one that clips what overflows it shows nothing.
 
 A closed drop-down's options have no box, so MiniWoB leaves them out: here they are its children, one
 each, with a ref, its text, whether it is the chosen one (``value``) and the select's box (where a click
 opens the list). Every element or text run whose box lies wholly outside the visible box of a scrolling
 ancestor (an ``overflow`` other than ``visible``, a list box) is marked ``hidden``: MiniWoB gives such an
-option of a scrolled list the box it would have below the list, where a click lands on what is there."""
+option of a scrolled list the box it would have below the list, where a click lands on what is there.
+An SVG shape's fill, and the background of an element that shows nothing else (no text, children or
+value: a coloured box), is its ``color`` (``#rrggbb``; none where it is transparent): the colour a shape
+or swatch is picked by (drag-shapes-2's red shapes, click-color's box)."""
 _CLICK_REF = """(ref => {
   const element = core.previousDOMInfo[ref];
   if (!(element instanceof HTMLOptionElement)) return core.elementClick(ref);

@@ -41,19 +41,62 @@ async def test_the_reference_chooses_from_a_list_and_a_wrong_choice_fails(backen
     assert coverage.reference == [1.0] * 3 and coverage.wrong == [-1.0] * 3, coverage
 
 
-DRAG_TASKS = ("drag-box,drag-circle,drag-single-shape,drag-items,drag-sort-numbers,resize-textarea,highlight-text,"
-              "highlight-text-2")
+DRAG_TASKS = ("drag-box,drag-circle,drag-single-shape,drag-items,drag-items-grid,drag-sort-numbers,drag-shapes,"
+              "drag-shapes-2,drag-cube,resize-textarea,highlight-text,highlight-text-2,draw-line,draw-circle")
 
 
 @pytest.mark.timeout(900)
 async def test_the_reference_drags_and_a_wrong_drag_fails(backend):
-    """Each drag, resize and highlight task the reference solves, won with the pointer tools and lost by the
-    same solver dragging wrong (the other way, to another place, over another paragraph)."""
+    """Each drag, resize, highlight and draw task the reference solves, won with the pointer tools and lost by
+    the same solver dragging wrong (the other way, to another place, over another paragraph, the other shapes
+    into the box, a line the other way, a flat stroke for a circle, the cube turned to another face)."""
     tasks = await measure(DRAG_TASKS, samples=2, seed=20, sandbox=backend, concurrency=2)
     assert set(tasks) == set(DRAG_TASKS.split(","))
     assert not [t.errors for t in tasks.values() if t.errors]
     assert {t.task: t.reference for t in tasks.values() if t.reference != [1.0, 1.0]} == {}
     assert {t.task: t.wrong for t in tasks.values() if max(t.wrong) >= 1} == {}
+
+
+async def test_the_items_of_a_list_of_no_height_are_in_the_dom_text_where_they_show(backend):
+    """drag-items-grid floats its nine items in a list of no height, which MiniWoB's own DOM drops with all it
+    holds: the DOM text keeps the list (its empty box) and lists each item with its own box, a 3x3 grid, under
+    the names the page gives them (the one the instruction names among them)."""
+    async with GUIEnv(names="drag-items-grid", observation="dom", sandbox_backend=backend) as env:
+        opening = (await env.reset(env.tasks()[0], seed=4))[1].text
+        dom = parse_dom(opening)
+        (sortable,) = [n for n in dom if n.id == "sortable"]
+        assert sortable.box[3] == 0 and sortable.box[2] > 100, sortable
+        items = dom.find(tag="li")
+        assert len(items) == 9 and all(n.box[2] > 30 and n.box[3] > 30 for n in items), items
+        assert len({n.box[0] for n in items}) == len({n.box[1] for n in items}) == 3
+        names = [n.text for n in dom.find(tag="div") if n.text]
+        page = env._live_page.page
+        assert names == await page.evaluate("[...document.querySelectorAll('#sortable li')].map(li => li.textContent)")
+        assert opening.split("Drag ", 1)[1].split(" ", 1)[0] in names
+        assert '"LI"' not in await page.evaluate("JSON.stringify(core.getDOMInfo())")  # MiniWoB's own leaves them out
+
+
+CSS_COLORS = {"red": "#ff0000", "blue": "#0000ff", "olive": "#808000", "lime": "#00ff00", "black": "#000000",
+              "white": "#ffffff", "grey": "#808080", "purple": "#800080", "orange": "#ffa500", "yellow": "#ffff00",
+              "cyan": "#00ffff", "aqua": "#00ffff", "pink": "#ffc0cb", "magenta": "#ff00ff", "green": "#008000"}
+FILLS = ("[...document.querySelectorAll('svg rect:not(#shape-container), svg circle, svg polygon')]"
+         ".map(s => s.getAttribute('fill'))")
+PAINTED = "[...document.querySelectorAll('#area .color')].map(d => d.dataset.color)"
+
+
+async def test_the_dom_text_gives_each_shapes_fill_and_each_coloured_boxs_colour(backend):
+    """drag-shapes-2 sorts shapes by the colour they are filled with, click-color asks for a colour's box: each
+    shape's and box's ``color`` is the colour the page paints it; the empty boxes shapes go in show none."""
+    async with GUIEnv(names="drag-shapes-2,click-color", observation="dom", sandbox_backend=backend) as env:
+        shapes_task, color_task = env.tasks()
+        dom = parse_dom((await env.reset(shapes_task, seed=5))[1].text)
+        fills = await env._live_page.page.evaluate(FILLS)
+        shapes = [n for n in dom if n.tag in ("rect", "circle", "polygon") and n.id != "shape-container"]
+        assert len(shapes) == 5 and [n.color for n in shapes] == [CSS_COLORS[f] for f in fills], (shapes, fills)
+        assert [n.color for n in dom if n.id == "shape-container"] == ["", ""]
+        dom = parse_dom((await env.reset(color_task, seed=5))[1].text)
+        painted = await env._live_page.page.evaluate(PAINTED)
+        assert [n.color for n in dom.find(tag="div") if "color" in n.classes] == [CSS_COLORS[c] for c in painted]
 
 
 async def test_press_move_release_drags_and_points_outside_the_task_area_are_refused(backend):

@@ -24,6 +24,8 @@ PAGE = element(1, "BODY", (0, 0, 160, 210), [
         element(5, "INPUT_checkbox", (6, 55, 20, 13), value=False),
         {"ref": -1, "tag": "t", "left": 29, "top": 59, "width": 20, "height": 11, "children": [], "text": "USa"},
         element(6, "OPTION", (3, 177, 148, 17), text="Christal", value=False, hidden=True),
+        element(7, "circle", (40, 90, 14, 14), color="#ff0000"),
+        element(8, "DIV", (60, 90, 50, 50), color="red; font-size: 99px"),  # not a colour the page script gives
     ]),
 ])
 
@@ -37,7 +39,9 @@ def test_dom_text_names_elements_and_reads_back_exactly():
     assert all("[2]" not in line and "[1]" not in line for line in lines)
     dom = parse_dom("Instruction: something\n" + text)
     assert '[6] option "Christal" checked=false hidden @3,177 148x17' in lines
-    assert [n.ref for n in dom] == [3, 4, 5, -1, 6]
+    assert [n.ref for n in dom] == [3, 4, 5, -1, 6, 7, 8]
+    assert "[7] circle color=#ff0000 @40,90 14x14" in lines and "[8] div @60,90 50x50" in lines
+    assert dom.get(7).color == "#ff0000" and dom.get(8).color == "" and dom.get(3).color == ""
     assert dom.get(6).hidden and not any(dom.get(ref).hidden for ref in (3, 4, 5, -1))
     button = dom.get(3)
     assert button.text == 'Say "hi" — ok' and button.classes == ("primary", "big") and button.box == (2, 75, 34, 21)

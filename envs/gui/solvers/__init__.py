@@ -4,8 +4,20 @@
 returns); importing this package imports every family module, which registers its solvers.
 """
 
-from agentgym.envs.gui.solvers import clicks, email, forms, pointer, puzzles, social, tables, text
+from agentgym.envs.gui.solvers import (
+           clicks,
+           cube,
+           email,
+           forms,
+           pointer,
+           puzzles,
+           shapes,
+           social,
+           strokes,
+           tables,
+           text,
+)
 from agentgym.envs.gui.solvers.base import SOLVERS, Action, Page, Solver
 
-__all__ = ["SOLVERS", "Action", "Page", "Solver", "clicks", "email", "forms", "pointer", "puzzles", "social", "tables",
-           "text"]
+__all__ = ["SOLVERS", "Action", "Page", "Solver", "clicks", "cube", "email", "forms", "pointer", "puzzles", "shapes",
+           "social", "strokes", "tables", "text"]

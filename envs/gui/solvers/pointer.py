@@ -87,6 +87,41 @@ def drag_items(page: Page) -> Action:
     return drag_element(items[now], x, y + nudge)
 
 
+GRID_PLACES = ("top left", "top center", "top right", "center left", "center", "center right", "bottom left",
+               "bottom center", "bottom right")
+GRID_MOVES = {"up": -3, "down": 3, "left": -1, "right": 1}
+GRID_NUDGE = 8
+"""Pixels past the middle of the item a dragged one takes the place of, on the side it comes from."""
+
+
+@solves("drag-items-grid")
+def drag_items_grid(page: Page) -> Action | None:
+    """The named item dropped on the place of the 3x3 grid asked (the page judges the drop); wrong: on another.
+
+    jQuery UI's sortable puts a floated item after the one under the pointer when the last move went right or
+    down, else before it, and only with the pointer on the half the move went into. A drop on a later place
+    comes in right or down, one on an earlier place up or left: a straight drag but for an earlier place up
+    and to the right, which goes right along its row first, then straight up. The plan is made on the first
+    page (once the drag starts, the item being dragged and the gap it leaves are in the list too)."""
+    dom = page.earlier[0] if page.earlier else page.dom
+    items = [n for n in dom if n.tag == "li"]
+    names = [dom.nodes[dom.nodes.index(item) + 1].text for item in items]  # each item's div
+    found = page.match(r"Drag (.+?) (?:to the (.+)|(up|down|left|right) by one)\.$")
+    now = names.index(found[1])
+    target = GRID_PLACES.index(found[2]) if found[2] else now + GRID_MOVES[found[3]]
+    place = page.choose([i for i in range(len(items)) if i != now], lambda i: i == target)
+    (x, y), (fx, fy) = items[place].center, items[now].center
+    plan: list[Action]
+    if place < now and x > fx + 1:
+        plan = [("mouse_down", {"x": fx, "y": fy}), ("mouse_move", {"x": x, "y": fy}),
+                ("mouse_up", {"x": x, "y": y - GRID_NUDGE})]
+    elif abs(x - fx) > 1:
+        plan = [drag_element(items[now], x + (GRID_NUDGE if x > fx else -GRID_NUDGE), y)]
+    else:
+        plan = [drag_element(items[now], x, y + (GRID_NUDGE if y > fy else -GRID_NUDGE))]
+    return plan[len(page.history)] if len(page.history) < len(plan) else None
+
+
 @solves("drag-sort-numbers")
 def drag_sort_numbers(page: Page) -> Action:
     """Drag the number that belongs first out of place up to there, until sorted, then Submit; wrong: sorted
