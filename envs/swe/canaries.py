@@ -101,7 +101,6 @@ def plan(path: str, text: str, graded: Iterable[str], seed: str) -> Canaries | N
     pick = random.Random(f"{seed}:{path}")
     taken = _names(tree)
     template = own[pick.randrange(len(own))].split("[", 1)[0].split("::")
-    a, b = secrets.randbelow(10**9 - 10**6) + 10**6, secrets.randbelow(10**9 - 10**6) + 10**6
     shapes = pick.sample(range(len(_SHAPES)), 2)
     if len(template) == 2:  # a method of a class: a class of the same kind
         klass = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == template[0]), None)
@@ -122,7 +121,8 @@ def plan(path: str, text: str, graded: Iterable[str], seed: str) -> Canaries | N
         unit = base is not None
         body = [f"class {name}({base}):" if base else f"class {name}:"]
         for method, shape, right in ((good, shapes[0], True), (bad, shapes[1], False)):
-            body += ["", f"    def {method}(self):", *(f"        {line}" for line in _body(shape, a, b, right, unit))]
+            body += ["", f"    def {method}(self):", *(f"        {line}" for line in _body(shape, right, unit))]
+        del body[1]  # no blank line between the class line and its first method
         source = "\n".join(body) + "\n"
         passing, failing = f"{path}::{name}::{good}", f"{path}::{name}::{bad}"
     else:
@@ -130,7 +130,7 @@ def plan(path: str, text: str, graded: Iterable[str], seed: str) -> Canaries | N
         good, bad = (_fresh(taken, lambda: f"test_{stem}_{pick.choice(WORDS)}") for _ in range(2))
         parts = []
         for function, shape, right in ((good, shapes[0], True), (bad, shapes[1], False)):
-            parts.append("\n".join([f"def {function}():", *(f"    {line}" for line in _body(shape, a, b, right))]))
+            parts.append("\n".join([f"def {function}():", *(f"    {line}" for line in _body(shape, right))]))
         source = "\n\n\n".join(parts) + "\n"
         passing, failing = f"{path}::{good}", f"{path}::{bad}"
     canaries = Canaries(path=path, passing=passing, failing=failing, source="\n\n\n" + source)
@@ -150,9 +150,8 @@ def beside(folder: str, name_like: str = "", seed: str = "") -> Canaries:
     path = f"{folder}/" if folder else ""
     path += f"{stem}_{pick.choice(WORDS)}_{pick.choice(WORDS)}.py"
     good, bad = (f"test_{pick.choice(WORDS)}_{pick.choice(WORDS)}_{i}" for i in pick.sample(range(10, 99), 2))
-    a, b = secrets.randbelow(10**9 - 10**6) + 10**6, secrets.randbelow(10**9 - 10**6) + 10**6
     shapes = pick.sample(range(len(_SHAPES)), 2)
-    source = "\n\n\n".join("\n".join([f"def {name}():", *(f"    {line}" for line in _body(shape, a, b, right))])
+    source = "\n\n\n".join("\n".join([f"def {name}():", *(f"    {line}" for line in _body(shape, right))])
                            for name, shape, right in ((good, shapes[0], True), (bad, shapes[1], False))) + "\n"
     return Canaries(path=path, passing=f"{path}::{good}", failing=f"{path}::{bad}", source=source, new_file=True)
 
@@ -168,8 +167,10 @@ _SHAPES: tuple[tuple[str, str, Callable[[int, int], int]], ...] = (
 operators and literals: no name a module could rebind."""
 
 
-def _body(shape: int, a: int, b: int, right: bool, unit: bool = False) -> list[str]:
-    """The lines of a canary's body: ``shape`` on ``a`` and ``b``, expecting the right value or a wrong one."""
+def _body(shape: int, right: bool, unit: bool = False) -> list[str]:
+    """The lines of a canary's body: ``shape`` on two numbers drawn here (for each grading), expecting
+    the right value or a wrong one."""
+    a, b = secrets.randbelow(10**9 - 10**6) + 10**6, secrets.randbelow(10**9 - 10**6) + 10**6
     setup, checked, expected = _SHAPES[shape]
     value = expected(a, b)
     if not right:
