@@ -233,8 +233,10 @@ async def _restore_protected(sandbox: SupervisedSandbox, task: SWETask, stage: s
     named = set(graded_test_files(task)) - kept  # graded files the base lacks (the test patch adds none)
     remove += [path for _, path in listing if path in named]
     await sandbox.write_file(f"{stage}/remove", _names(remove))
-    await _sh(sandbox, f"xargs -0 -r rm -rf -- < {stage}/remove && tar -xf {stage}/protected.tar",
-              "restoring the test files")
+    # The archive goes once it is put back: the run could otherwise read the base's copy of the file the
+    # canaries are appended to, and find them by the difference.
+    await _sh(sandbox, f"xargs -0 -r rm -rf -- < {stage}/remove && tar -xf {stage}/protected.tar "
+                       f"&& rm -f {stage}/protected.tar", "restoring the test files")
     return listing
 
 
