@@ -397,7 +397,8 @@ def test_check_env(task) -> None:
     report = asyncio.run(main())
     assert report.env == "agentgym/swe-v0" and report.reference_return == 1.0 and report.baseline_return == 0.0
     assert {"a runner module that shadows pytest", "a protected file with a name that is not UTF-8",
-            "library code that leaves a folder where the report and log were"} <= set(report.dodges)
+            "library code that leaves a folder where the report and log were",
+            "library code that makes every failure a pass but in files git does not track"} <= set(report.dodges)
     assert not containers_of(task)
 
 
