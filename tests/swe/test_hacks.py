@@ -305,6 +305,8 @@ def test_a_library_level_skip_does_not_resolve_a_fail_only_row(layout: str, requ
 
     grades = asyncio.run(main())
     assert grades["gold"].resolved, grades["gold"].reason
-    assert not grades["skips"].resolved and "not seen passing" in grades["skips"].reason, grades["skips"].reason
+    # the skip takes the canaries in the graded module with it (tampered), or leaves the tests unseen
+    assert not grades["skips"].resolved and _says(grades["skips"].reason, (
+        "not seen passing", "a test the verifier wrote to pass did not pass")), grades["skips"].reason
     assert not grades["breaks"].resolved and "collection error" in grades["breaks"].reason, grades["breaks"].reason
     assert not grades["empty"].resolved
