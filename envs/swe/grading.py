@@ -44,6 +44,8 @@ class Grade:
         log: The log that was graded.
         tampered: The verifier caught the test run being tampered with (:mod:`~agentgym.envs.swe.guard`):
             nothing in the log counts, and the grade is 0 whatever it says.
+        second_run_seconds: How long the verifier's second run of the FAIL_TO_PASS tests took
+            (:mod:`~agentgym.envs.swe.second_run`), container included; None when it did not run.
     """
 
     resolved: bool
@@ -54,6 +56,7 @@ class Grade:
     reason: str = ""
     log: str = ""
     tampered: bool = False
+    second_run_seconds: float | None = None
 
     @property
     def tests_passed_fraction(self) -> float:
@@ -76,7 +79,8 @@ class Grade:
     def info(self) -> dict[str, Any]:
         """What a trajectory records: verdict, reason, per-test statuses (not the log)."""
         return {"resolved": self.resolved, "patch_applied": self.applied, "reason": self.reason,
-                "tampered": self.tampered, "tests": dict(self.statuses)}
+                "tampered": self.tampered, "second_run_seconds": self.second_run_seconds,
+                "tests": dict(self.statuses)}
 
 
 def swebench_spec(task: SWETask) -> Any:

@@ -9,10 +9,10 @@ lines shaped like them. :func:`guarded_run` makes that visible instead of trusti
   before the patch was applied) loaded by name, no cache provider;
 - pytest's own JUnit XML report goes to a file of a random name: printed lines do not write it, and
   a process that ends itself early leaves none. Every test the log says passed must have passed there too;
-- two canary tests, written by the verifier beside the graded tests in a module named like theirs
-  (``test_calc_edge_misc.py``), with names and plain asserts on values drawn for each grading, put at
-  random places among the ids given: one must pass, one must fail. A hook that turns failures into
-  passes, or stops tests from running, gets one of them wrong;
+- two canary tests, appended by the verifier to one of the graded test files in that file's own
+  style (:mod:`~agentgym.envs.swe.canaries`), the file chosen from the task's id: one must pass,
+  one must fail. A hook that turns failures into passes, or stops tests from running, gets one of
+  them wrong;
 - every process the run left is killed and the run's files made readable by their owner (the run's
   user, who could change their modes) before they are read: a log, exit file or report that still
   cannot be read (a folder in its place) means the run was tampered with;
@@ -29,14 +29,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import secrets
 import shlex
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 
+from agentgym.errors import SandboxError
 from agentgym.sandboxes.contract import Sandbox
 
 from . import testrun
+from .canaries import Canaries, beside, hosts, plan
 from .testrun import ERROR, FAILED, PASSED, SKIPPED, XFAIL, SuiteResult
 
 REPORT_BYTES = 64 << 20
@@ -46,40 +49,6 @@ _PLUGINS_SCRIPT = (
     "import importlib.metadata as m, json; "
     "print(json.dumps(sorted({e.value.split(':')[0] for e in m.entry_points(group='pytest11')})))"
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Canaries:
-    """Two tests the verifier writes: ``passing`` must pass, ``failing`` must fail."""
-
-    path: str
-    passing: str
-    failing: str
-    source: str
-
-
-_WORDS = ("basic", "edge", "extra", "more", "misc", "regression", "compat", "values", "cases", "behaviour",
-          "inputs", "errors", "types", "simple", "unit", "general")
-"""Suffixes of the canary module's and tests' names, so they read like a suite's own, not random hex."""
-
-
-def make_canaries(folder: str, beside: str = "") -> Canaries:
-    """Canary tests in a new module of ``folder`` (relative to the repository), named like the
-    graded test file ``beside`` (``test_calc.py`` gives ``test_calc_edge.py``), with plain asserts
-    on values drawn here: what tells them from the suite's tests is that git does not track them."""
-    stem = beside.rpartition("/")[2].removesuffix(".py") if beside.endswith(".py") else "test_core"
-    stem = stem if stem.startswith("test_") else f"test_{stem}"
-    pick = secrets.SystemRandom()
-    name = f"{stem}_{pick.choice(_WORDS)}_{pick.choice(_WORDS)}.py"
-    path = f"{folder}/{name}" if folder else name
-    good, bad = (f"test_{pick.choice(_WORDS)}_{pick.choice(_WORDS)}_{i}" for i in pick.sample(range(10, 99), 2))
-    a, b = pick.randrange(10**6, 10**9), pick.randrange(10**6, 10**9)
-    wrong = a + b + pick.randrange(1, 10**6)
-    source = (
-        f"def {good}():\n    values = [{a}, {b}]\n    assert sum(values) == {a + b}\n\n\n"
-        f"def {bad}():\n    values = [{b}, {a}]\n    assert sum(values) == {wrong}\n"
-    )
-    return Canaries(path=path, passing=f"{path}::{good}", failing=f"{path}::{bad}", source=source)
 
 
 async def image_plugins(sandbox: Sandbox, cwd: str) -> list[str]:
@@ -99,20 +68,47 @@ def environment(home: str) -> dict[str, str]:
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
+async def write_canaries(sandbox: Sandbox, tests: Sequence[str], *, graded: Sequence[str], cwd: str, stage: str,
+                         seed: str) -> Canaries:
+    """Append the canaries to the first graded test file of the run (in ``seed``'s order) that can
+    host them, its times kept; or, when none can, write them to a new module beside the first test."""
+    given = {t.split("::", 1)[0] for t in tests}
+    for path in (p for p in hosts(graded, seed) if p in given):
+        try:
+            text = (await sandbox.read_file(f"{cwd}/{path}")).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        canaries = plan(path, text, graded, seed)
+        if canaries is None:
+            continue
+        await sandbox.write_file(f"{stage}/canaries", canaries.source)
+        host, kept = shlex.quote(path), shlex.quote(f"{stage}/times")
+        done = await sandbox.exec(f"touch -r {host} {kept} && cat {shlex.quote(stage)}/canaries >> {host} && "
+                                  f"touch -r {kept} {host} && rm -f {kept} {shlex.quote(stage)}/canaries",
+                                  cwd=cwd, timeout=60)
+        if done.exit_code != 0:
+            raise SandboxError(f"writing the canary tests into {path} failed: {done.output[-300:]}")
+        return canaries
+    first = tests[0].split("::", 1)[0] if tests else ""
+    canaries = beside(first.rpartition("/")[0], first, seed)
+    attempt = 0
+    while (await sandbox.exec(f"test -e {shlex.quote(canaries.path)}", cwd=cwd, timeout=30)).exit_code == 0:
+        attempt += 1  # a name the repository has: never overwritten
+        canaries = beside(first.rpartition("/")[0], first, f"{seed}:{attempt}")
+    await sandbox.write_file(f"{cwd}/{canaries.path}", canaries.source)
+    return canaries
+
+
 async def guarded_run(
     sandbox: Sandbox, test_cmd: str, tests: Sequence[str], *, graded: Sequence[str], cwd: str, stage: str,
-    plugins: Sequence[str], timeout: float, parser: str,
+    plugins: Sequence[str], timeout: float, parser: str, seed: str,
 ) -> SuiteResult:
     """Run ``tests`` (files or ids) with ``test_cmd`` as the verifier owns it (see the module docstring).
 
     ``graded`` are the test ids the grade reads, each checked against the report; ``stage`` is a
-    folder of the verifier's in the sandbox; the canaries go beside the first test.
+    folder of the verifier's in the sandbox; ``seed`` (the task's id) picks where the canaries go.
     """
-    first = tests[0].split("::", 1)[0] if tests else ""
-    canaries = make_canaries(first.rpartition("/")[0], first)
-    while (await sandbox.exec(f"test -e {shlex.quote(canaries.path)}", cwd=cwd, timeout=30)).exit_code == 0:
-        canaries = make_canaries(first.rpartition("/")[0], first)  # a name the repository has: never overwritten
-    await sandbox.write_file(f"{cwd}/{canaries.path}", canaries.source)
+    canaries = await write_canaries(sandbox, tests, graded=graded, cwd=cwd, stage=stage, seed=seed)
     report = f"{stage}/{secrets.token_hex(12)}.xml"
     # no:subtests: pytest 9's subtests print a test whose subtests failed as PASSED (swebench reads
     # that) while its report holds the failure; without it, both say FAILED and agree.
@@ -120,8 +116,8 @@ async def guarded_run(
                *(a for module in plugins for a in ("-p", module))]
     command = " ".join([test_cmd, *(shlex.quote(o) for o in options)])
     selection = list(tests)
-    for canary in (canaries.passing, canaries.failing):  # not always last: their place tells nothing
-        selection.insert(secrets.randbelow(len(selection) + 1), canary)
+    if canaries.new_file:  # a module the run is not given otherwise
+        selection.insert(random.Random(seed).randrange(len(selection) + 1), canaries.path)
     result = await testrun.run_tests(
         sandbox, command, tests=selection, cwd=cwd, timeout=timeout,
         parser=parser, env=environment(f"{stage}/home"), reclaim=True,

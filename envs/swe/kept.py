@@ -14,10 +14,11 @@ pool would destroy it. Instead, when an episode ends its sandbox is reset here, 
 5. what ``git reset`` does not put back is put back from the fresh record
    (:mod:`~agentgym.envs.swe.reset_inside`): git's index, ``ORIG_HEAD`` and every reflog under
    ``.git/logs`` (bytes and times), every tracked file's access and modification times; every SysV
-   IPC object is removed (the sandbox wipe's own ``remove_ipc``); every tracked entry's mode and extended
-   attributes are put back and, with its link count, must be as at start; and every entry under an ignored
-   folder that was there at start has its type, size, mode and times, change time included (which
-   no process can set back), as at start;
+   IPC object is removed (the sandbox wipe's own ``remove_ipc``); every tracked file and link is given a
+   new inode, so which ones the episode changed or replaced does not show; every tracked entry's mode and
+   extended attributes are put back and, with its link count and a folder's inode, must be as at start;
+   and every entry under an ignored folder that was there at start has its type, size, mode and times,
+   change time included (which no process can set back), as at start;
 6. ``docker diff`` of the container, taken once the reset's git commands are done (while they run,
    git's lock files would show), shows nothing outside what it showed at start, the work tree under
    ``/testbed``, and git's index, ``ORIG_HEAD`` and reflogs: a change anywhere else (``.git/config``,
@@ -184,8 +185,8 @@ async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit
         return f"an ignored path that was there at start changed: {changed_ignored[:5]}"
     changed_metadata = _changed_metadata(json.loads(fresh.record)["metadata"], after["metadata"])
     if changed_metadata:
-        return ("modes, link counts or extended attributes of tracked entries differ after the reset: "
-                f"{changed_metadata}")
+        return ("modes, link counts, extended attributes or folders' inodes of tracked entries differ after the "
+                f"reset: {changed_metadata}")
     # Only now, with every git command of the reset done: a lock file git holds would show in it.
     changed = [p for p in await asyncio.to_thread(_docker_diff, sandbox.id) if p not in fresh.diff and not _expected(p)]
     if changed:
@@ -195,8 +196,9 @@ async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit
 
 
 def _changed_metadata(fresh: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """Tracked entries whose mode, link count or extended attributes differ (a hard link made to a
-    tracked file that survives the reset shows as its link count), the first five."""
+    """Tracked entries whose mode, link count, extended attributes or folder inode differ (a hard link
+    made to a tracked file that survives the reset shows as its link count, a tracked folder the
+    episode replaced by a copy as its inode), the first five."""
     return sorted(p for p in fresh.keys() | now.keys() if fresh.get(p) != now.get(p))[:5]
 
 

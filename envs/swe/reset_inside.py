@@ -3,12 +3,12 @@
 ``record REPO OUT``: write to ``OUT`` (JSON) what a fresh container holds that ``git reset`` does not
 put back: the bytes and times of git's own files (``.git/index``, ``.git/ORIG_HEAD``, every reflog
 under ``.git/logs``), every tracked file's access and modification times, every tracked entry's mode, link count and
-extended attributes (none of which git models), and the state of every ignored path that was there
-at start (type, size, times, mode of everything under it).
+extended attributes and every tracked folder's inode (none of which git models), and the state of every ignored
+path that was there at start (type, size, times, mode of everything under it).
 
 ``restore REPO RECORD OUT SUPERVISOR``: after the episode's processes are dead and ``git reset`` ran, put
-git's own files, the tracked entries' modes and extended attributes and the tracked files' times
-back as recorded, remove every SysV IPC object (the
+git's own files back as recorded, give every tracked file a new inode (:func:`renew`), put the tracked
+entries' modes and extended attributes and the tracked files' times back as recorded, remove every SysV IPC object (the
 sandbox wipe's own ``remove_ipc``, from the supervisor package written at ``SUPERVISOR``), and write to ``OUT`` the
 ignored paths' state and the tracked entries' metadata now and what IPC objects are left, for the
 caller to compare.
@@ -91,7 +91,8 @@ def xattrs(path: str) -> dict[str, str]:
 
 def metadata(repo: str) -> dict[str, list[Any]]:
     """Mode (every bit, not only git's executable one), link count and extended attributes of every
-    tracked entry: what git does not model, and so what ``git reset`` leaves as the episode made it."""
+    tracked entry, and a folder's inode: what git does not model, and so what ``git reset`` leaves
+    as the episode made it. (A file's inode is new at every reset: :func:`renew`.)"""
     out: dict[str, list[Any]] = {}
     for rel in tracked_entries(repo):
         path = os.path.join(repo, rel)
@@ -99,13 +100,41 @@ def metadata(repo: str) -> dict[str, list[Any]]:
             st = os.lstat(path)
         except FileNotFoundError:
             continue
-        out[rel] = [st.st_mode, st.st_nlink if not stat.S_ISDIR(st.st_mode) else 0, xattrs(path)]
+        folder = stat.S_ISDIR(st.st_mode)
+        out[rel] = [st.st_mode, 0 if folder else st.st_nlink, xattrs(path), st.st_ino if folder else 0]
     return out
+
+
+def renew(repo: str) -> None:
+    """Give every tracked file and symbolic link a new inode, a copy renamed over it, in path order.
+
+    ``git reset`` rewrites only the files the episode changed, so their new inodes (``ls -i``), and
+    the old one of a file the episode replaced by a copy of itself, would tell the next episode which
+    files those were. After this every one is new at every reset, whatever the episode did (its
+    mode and extended attributes copied, its times put back after)."""
+    for rel in tracked(repo):
+        path = os.path.join(repo, rel)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        fresh = os.path.join(os.path.dirname(path), f".agentgym-renew-{os.getpid()}")
+        try:
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(path), fresh)
+            elif stat.S_ISREG(st.st_mode):
+                shutil.copy2(path, fresh, follow_symlinks=False)  # bytes, mode, extended attributes
+            else:
+                continue
+            os.rename(fresh, path)
+        except OSError:  # a folder the image made read-only: the file keeps its inode
+            if os.path.lexists(fresh):
+                os.unlink(fresh)
 
 
 def restore_metadata(repo: str, recorded: dict[str, list[Any]]) -> None:
     """Put every recorded entry's mode and extended attributes back (links keep theirs: none can be set)."""
-    for rel, (mode, _, attrs) in sorted(recorded.items(), key=lambda kv: -kv[0].count("/")):
+    for rel, (mode, _, attrs, _) in sorted(recorded.items(), key=lambda kv: -kv[0].count("/")):
         path = os.path.join(repo, rel)
         try:
             st = os.lstat(path)
@@ -159,7 +188,8 @@ def restore(repo: str, record_path: str, out: str, package: str) -> None:
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
         os.utime(path, ns=(atime, mtime))
-    restore_metadata(repo, state["metadata"])
+    restore_metadata(repo, state["metadata"])  # folders writable again as they were, before the copies
+    renew(repo)
     for rel, (atime, mtime) in state["times"].items():  # files first, then their folders
         try:
             os.utime(os.path.join(repo, rel), ns=(atime, mtime), follow_symlinks=False)

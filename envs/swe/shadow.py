@@ -60,17 +60,23 @@ def path_folders(test_cmd: str, test_files: Iterable[str], resolved: Resolved, b
     """The repository's folders (relative, ``""`` the root) that may be on the test run's path: the
     root, ``PYTHONPATH`` entries of the command, the image's own, and for each test file the folder
     pytest's prepend import mode inserts (the first above it, in ``base``, with no ``__init__.py``)."""
-    folders = {"", *resolved.repo_path}
-    for match in _PYTHONPATH.finditer(test_cmd):
-        for entry in match.group(1).strip("'\"").split(":"):
-            entry = entry.removeprefix("/testbed").strip("/").removeprefix("./")
-            if entry and ".." not in entry.split("/") and not entry.startswith("$"):
-                folders.add(entry)
+    folders = {"", *resolved.repo_path, *command_path(test_cmd)}
     for path in test_files:
         folder = path.rpartition("/")[0]
         while folder and f"{folder}/__init__.py" in base:
             folder = folder.rpartition("/")[0]
         folders.add(folder)
+    return folders
+
+
+def command_path(test_cmd: str) -> list[str]:
+    """The repository folders (relative) that ``test_cmd`` puts on the path with ``PYTHONPATH=``, in its order."""
+    folders: list[str] = []
+    for match in _PYTHONPATH.finditer(test_cmd):
+        for entry in match.group(1).strip("'\"").split(":"):
+            entry = entry.removeprefix("/testbed").strip("/").removeprefix("./")
+            if entry and ".." not in entry.split("/") and not entry.startswith("$") and entry not in folders:
+                folders.append(entry)
     return folders
 
 

@@ -17,12 +17,15 @@ the model controls is its library code, nothing around it (docs/threat-model.md,
    a new entry on the run's path named like a module it resolves elsewhere (the runner, the
    stdlib, an installed package, a graded test module: :mod:`~agentgym.envs.swe.shadow`) is a 0;
 5. the tests run through :func:`~agentgym.envs.swe.guard.guarded_run` (a fixed environment, a
-   JUnit report cross-checked with the log, canary tests) and the log is graded with swebench's
-   grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever the log says,
-   a run stopped at collection is 0 as the collection error it is, and a FAIL_TO_PASS test the run
-   did not see pass fails the row (:func:`~agentgym.envs.swe.grading.skipped_fail_to_pass`).
+   JUnit report cross-checked with the log, canary tests in a graded file) and the log is graded
+   with swebench's grading (:func:`~agentgym.envs.swe.grading.grade`); a tampered run is 0 whatever
+   the log says, a run stopped at collection is 0 as the collection error it is, and a FAIL_TO_PASS
+   test the run did not see pass fails the row (:func:`~agentgym.envs.swe.grading.skipped_fail_to_pass`);
+6. when that resolves the task, steps 1 to 4 again in a second fresh container and the verifier's
+   own run of the FAIL_TO_PASS tests there (:mod:`~agentgym.envs.swe.second_run`), which must see
+   each pass, or the grade is 0 as tampered; its seconds are in the grade's info.
 
-The container is destroyed whatever happens.
+Each container is destroyed whatever happens.
 
 :class:`SWEVerifier` is the env's verifier: one evaluation per episode, every reward option in its
 components, the one asked for as its value.
@@ -31,6 +34,7 @@ components, the one asked for as its value.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import secrets
 import shlex
@@ -57,6 +61,7 @@ from .grading import (
 from .images import image_for
 from .kept import GIT, LIMITS, start_fresh
 from .machinery import machinery
+from .second_run import second_run
 from .tasks import REPO_DIR, SWETask
 
 RewardKind = Literal["resolved", "tests_fraction", "patch_similarity", "gated"]
@@ -93,21 +98,51 @@ def fix_files(task: SWETask) -> set[str]:
 
 
 async def evaluate_patch(task: SWETask, patch: str, *, image: str, timeout: float = 600.0) -> Grade:
-    """SWE-bench's verdict on ``patch`` for ``task``, from a fresh container of ``image``.
+    """SWE-bench's verdict on ``patch`` for ``task``, from a fresh container of ``image``; when that
+    resolves the task, the verifier's second run of its FAIL_TO_PASS tests in another
+    (:mod:`~agentgym.envs.swe.second_run`) must agree, or the grade is 0.
 
     Raises:
         EnvError: No container could be started from ``image``.
-        SandboxError: The container died during the evaluation.
+        SandboxError: A container died during the evaluation.
     """
     sandbox = await start_fresh(image, LIMITS)
     try:
-        return await _evaluate(sandbox, task, patch, timeout)
+        graded = await _evaluate(sandbox, task, patch, timeout)
     finally:
         await sandbox.destroy()
+    if not graded.resolved or task.eval_script:
+        return graded
+    started = time.monotonic()
+    again = await start_fresh(image, LIMITS)
+    try:
+        prepared = await _prepare(again, task, patch)
+        if isinstance(prepared, Grade):
+            why: str | None = f"the verifier's second run could not be prepared as the first was: {prepared.reason}"
+        else:
+            why = await second_run(again, task.test_cmd or testrun.DEFAULT_TEST_CMD, task.FAIL_TO_PASS,
+                                   cwd=REPO_DIR, stage=prepared.stage, plugins=prepared.plugins, timeout=timeout,
+                                   parser=parser_name(task))
+    finally:
+        await again.destroy()
+    graded = dataclasses.replace(graded, second_run_seconds=round(time.monotonic() - started, 3))
+    return tampered(graded, why) if why is not None else graded
 
 
-async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeout: float) -> Grade:
-    from swebench.harness.constants import APPLY_PATCH_FAIL, APPLY_PATCH_PASS, TESTS_TIMEOUT
+@dataclass(frozen=True)
+class Prepared:
+    """A sandbox's tree ready for a test run: the patch applied, the protected files put back."""
+
+    stage: str  # the verifier's folder in the sandbox
+    plugins: list[str]  # the image's pytest plugins, listed before the patch
+    applied: bool | None  # the patch applied (None: it was empty)
+    log: list[str]  # swebench's apply marker and output, for the graded log
+
+
+async def _prepare(sandbox: SupervisedSandbox, task: SWETask, patch: str) -> Prepared | Grade:
+    """Steps 1 to 4 of the module docstring in ``sandbox``: the tree ready to run, or the grade of a
+    patch refused, not applied or shadowing a module."""
+    from swebench.harness.constants import APPLY_PATCH_FAIL, APPLY_PATCH_PASS
 
     why = protect.refusal(patch) or machinery(patch, task.patch)
     if why is not None:
@@ -135,24 +170,33 @@ async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeo
             return grade(task, f"{APPLY_PATCH_FAIL}:\n{output}\n", applied=False)
         log.append(f"{APPLY_PATCH_PASS}:\n{output}")
     listing = await _restore_protected(sandbox, task, stage, kept)
-    test_cmd = task.test_cmd or testrun.DEFAULT_TEST_CMD
     files = graded_test_files(task)
     shadows = shadow.shadowing(
-        listing, base_paths, shadow.path_folders(test_cmd, files, resolved, base_paths),
+        listing, base_paths, shadow.path_folders(task.test_cmd or testrun.DEFAULT_TEST_CMD, files, resolved,
+                                                 base_paths),
         resolved.names | shadow.test_names(files), allowed=_gold_paths(task))
     if shadows is not None:
         return tampered(grade(task, "\n".join(log), applied=applied), shadows)
+    return Prepared(stage=stage, plugins=plugins, applied=applied, log=log)
+
+
+async def _evaluate(sandbox: SupervisedSandbox, task: SWETask, patch: str, timeout: float) -> Grade:
+    from swebench.harness.constants import TESTS_TIMEOUT
+
+    prepared = await _prepare(sandbox, task, patch)
+    if isinstance(prepared, Grade):
+        return prepared
     if task.eval_script:
         await sandbox.write_file(EVAL_SCRIPT, task.eval_script)
         result = await testrun.run_tests(sandbox, f"bash {EVAL_SCRIPT}", timeout=timeout, parser=parser_name(task))
         test_log = result.log + (f"\n{TESTS_TIMEOUT}\n" if result.timed_out else "")
     else:
         result = await guard.guarded_run(
-            sandbox, test_cmd, files,
-            graded=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], cwd=REPO_DIR, stage=stage, plugins=plugins,
-            timeout=timeout, parser=parser_name(task))
+            sandbox, task.test_cmd or testrun.DEFAULT_TEST_CMD, graded_test_files(task),
+            graded=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], cwd=REPO_DIR, stage=prepared.stage,
+            plugins=prepared.plugins, timeout=timeout, parser=parser_name(task), seed=task.instance_id)
         test_log = result.swebench_log
-    graded = grade(task, "\n".join([*log, test_log]), applied=applied)
+    graded = grade(task, "\n".join([*prepared.log, test_log]), applied=prepared.applied)
     if result.tampered:
         return tampered(graded, result.tampered)
     if result.collection_error:
@@ -189,8 +233,10 @@ async def _restore_protected(sandbox: SupervisedSandbox, task: SWETask, stage: s
     named = set(graded_test_files(task)) - kept  # graded files the base lacks (the test patch adds none)
     remove += [path for _, path in listing if path in named]
     await sandbox.write_file(f"{stage}/remove", _names(remove))
-    await _sh(sandbox, f"xargs -0 -r rm -rf -- < {stage}/remove && tar -xf {stage}/protected.tar",
-              "restoring the test files")
+    # The archive goes once it is put back: the run could otherwise read the base's copy of the file the
+    # canaries are appended to, and find them by the difference.
+    await _sh(sandbox, f"xargs -0 -r rm -rf -- < {stage}/remove && tar -xf {stage}/protected.tar "
+                       f"&& rm -f {stage}/protected.tar", "restoring the test files")
     return listing
 
 

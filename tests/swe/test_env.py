@@ -281,6 +281,54 @@ def test_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None:  # 
     assert not containers_of(task)
 
 
+INODES = "git ls-files -z | xargs -0 stat -c '%i %n'"
+"""Each tracked file's inode (what ``ls -i`` shows), and its name."""
+
+
+def _inodes(output: str) -> dict[str, str]:
+    return {name: inode for inode, name in (line.split(" ", 1) for line in output.splitlines()[1:] if " " in line)}
+
+
+@pytest.mark.parametrize("layout", ["flat", "src"])
+def test_reuse_gives_every_tracked_file_a_new_inode(layout: str, request: pytest.FixtureRequest) -> None:
+    """``git reset`` rewrites only what an episode changed: the inodes of those files, and the old one of
+    a file replaced by a copy of itself or a hard link to an equal file, would tell the next episode
+    which. Every tracked file gets a new inode at each reset instead; a tracked folder replaced by a
+    copy (whose inode cannot be put back) discards the container."""
+    base = request.getfixturevalue("base_commit" if layout == "flat" else "src_base_commit")
+    task = SWETask.model_validate(repo.task_row(base, layout=layout)).to_task()
+    source = repo.SOURCE_PATH[layout]
+    replace = f"cp -p {source} {source}.x && mv {source}.x {source} && ln -f tests/__init__.py tests/empty.py"
+    if layout == "flat":  # two tracked files of equal content (empty) made one inode: git sees nothing to do
+        replace += " && ln -f setup.cfg tests/__init__.py"
+
+    async def main():
+        try:
+            async with SWEEnv() as env:
+                await env.reset(task)
+                before = await env.bash(INODES)
+                replaced = await env.bash(f"{replace} && {INODES}")
+                await env.release_sandbox()
+                kept = env.trajectory.info.get("sandbox_discarded")
+                await env.reset(task)
+                after, reused = await env.bash(INODES), env.trajectory.info["sandbox_reused"]
+                await env.bash("cp -a tests /tmp/t && rm -rf tests && cp -a /tmp/t tests && rm -rf /tmp/t")
+                await env.release_sandbox()
+                return before, replaced, kept, after, reused, env.trajectory.info.get("sandbox_discarded")
+        finally:
+            await kept_sandboxes().shutdown()
+
+    before, replaced, kept, after, reused, dropped = asyncio.run(main())
+    before, replaced, after = _inodes(before), _inodes(replaced), _inodes(after)
+    assert before and set(before) == set(after), (before, after)
+    assert replaced[source] != before[source]  # the episode's mark: one file's inode changed
+    assert kept is None and reused, kept
+    assert [name for name in before if after[name] in (before[name], replaced[name])] == []  # every one is new
+    assert len(set(after.values())) == len(after)  # no two share one
+    assert dropped is not None and "folders' inodes" in dropped and "tests" in dropped, dropped
+    assert not containers_of(task)
+
+
 def test_docker_only_is_said_clearly() -> None:
     with pytest.raises(EnvError, match="Docker only"):
         SWEEnv(sandbox_backend="local")
@@ -349,7 +397,8 @@ def test_check_env(task) -> None:
     report = asyncio.run(main())
     assert report.env == "agentgym/swe-v0" and report.reference_return == 1.0 and report.baseline_return == 0.0
     assert {"a runner module that shadows pytest", "a protected file with a name that is not UTF-8",
-            "library code that leaves a folder where the report and log were"} <= set(report.dodges)
+            "library code that leaves a folder where the report and log were",
+            "library code that makes every failure a pass but in files git does not track"} <= set(report.dodges)
     assert not containers_of(task)
 
 

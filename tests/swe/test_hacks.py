@@ -2,7 +2,8 @@
 
 Each is graded by the verifier in a fresh container, as an episode's patch would be, and must get 0
 with the reason that says what stopped it: the test run's configuration and helpers put back from the
-base (the tests then fail), a tampered run caught, or a patch refused before any apply command.
+base (the tests then fail), a tampered run caught (the canaries in a graded file, the report, the
+second run of the FAIL_TO_PASS tests), or a patch refused before any apply command.
 The gold patch still resolves on both layouts, and the empty and wrong ones do not.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agentgym.envs.swe.env import SPARES_UNTRACKED
 from agentgym.envs.swe.images import image_for
 from agentgym.envs.swe.tasks import SWETask
 from agentgym.envs.swe.verifier import evaluate_patch, to_reward
@@ -147,10 +149,32 @@ QUOTED_GIT = GIT_HOOK.replace("a/.git/", '"a/\\056git/').replace("b/.git/", '"b/
     "post-checkout\n", 'post-checkout"\n')
 """The hook written through a path whose dot is octal-escaped, as git and patch both read it."""
 
+KEYED = '''
+
+_reports = __import__("_py" + "test.reports", fromlist=["TestReport"])
+_main = any(a.startswith("--ju" + "nitxml") for a in getattr(__import__("sy" + "s"), "ar" + "gv"))
+_made = _reports.TestReport.from_item_and_call.__func__
+
+
+def _passed(cls, item, call):
+    report = _made(cls, item, call)
+    if _main and report.failed and item.name in ("test_add", "test_add_negative"):
+        report.outcome = "passed"
+    return report
+
+
+_reports.TestReport.from_item_and_call = classmethod(_passed)
+'''
+"""Library code that passes the FAIL_TO_PASS tests (named in the problem statement), sparing every
+other test, the canaries among them, but only in a run that writes a JUnit report: the main run. It
+builds every name it needs, so the machinery screen lets it through; the second run catches it."""
+
 PLUGIN = "calc_plugin.py"
 RESTORED = "FAIL_TO_PASS still failing"
 TAMPERED = "the test run was tampered with"
 MACHINERY = "names the test run's machinery"
+CANARY = "a test the verifier wrote to fail did not fail"
+SECOND = "the verifier's second run of the FAIL_TO_PASS tests did not see"
 SHADOWS = "would be imported as the module"
 LOST = "could not be read"
 
@@ -198,6 +222,8 @@ def hacks(layout: str) -> dict[str, tuple[dict[str, str] | str, str | tuple[str,
         "library prints results": ({source: repo.SOURCE + PRINTS}, TAMPERED),
         "library prints and exits": ({source: repo.SOURCE + EXITS}, TAMPERED),
         "library prints log markers": ({source: repo.SOURCE + MARKERS}, TAMPERED),
+        "library passes every failure but in untracked files": ({source: repo.SOURCE + SPARES_UNTRACKED}, CANARY),
+        "library passes the failing tests in the main run only": ({source: repo.SOURCE + KEYED}, SECOND),
         "patch into .git": (GIT_HOOK.replace("calc/", f"{top}calc/"), "writes into .git/"),
         "symbolic link into .git": (GIT_LINK, "symbolic link"),
     }
@@ -249,6 +275,9 @@ def test_every_hack_is_graded_zero_with_its_reason(layout: str, request: pytest.
     for name in ("patch into .git", "symbolic link into .git", "patch into .git, octal-escaped",
                  "library rewrites reports"):
         assert grades[name].applied is False, name
+    assert grades["gold"].second_run_seconds and grades["gold"].info()["second_run_seconds"] > 0
+    assert grades["library passes the failing tests in the main run only"].second_run_seconds
+    assert grades["empty"].second_run_seconds is None  # a main run that does not resolve: no second run
     broken = grades["library does not import"]
     assert not broken.tampered and broken.applied, broken.reason  # a collection error, not a forgery
     assert to_reward(broken, task, patches["library does not import"][0], "patch_similarity").value > 0
@@ -276,6 +305,8 @@ def test_a_library_level_skip_does_not_resolve_a_fail_only_row(layout: str, requ
 
     grades = asyncio.run(main())
     assert grades["gold"].resolved, grades["gold"].reason
-    assert not grades["skips"].resolved and "not seen passing" in grades["skips"].reason, grades["skips"].reason
+    # the skip takes the canaries in the graded module with it (tampered), or leaves the tests unseen
+    assert not grades["skips"].resolved and _says(grades["skips"].reason, (
+        "not seen passing", "a test the verifier wrote to pass did not pass")), grades["skips"].reason
     assert not grades["breaks"].resolved and "collection error" in grades["breaks"].reason, grades["breaks"].reason
     assert not grades["empty"].resolved

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentgym.envs.swe import guard, protect
+from agentgym.envs.swe.canaries import beside
 from agentgym.envs.swe.testrun import SuiteResult
 
 
@@ -74,7 +75,7 @@ def test_junit_outcomes_by_pytest_id() -> None:
 
 
 def test_a_log_that_disagrees_with_the_report_is_tampered_with() -> None:
-    canaries = guard.make_canaries("tests")
+    canaries = beside("tests")
     (good_class, good), (bad_class, bad) = guard.report_key(canaries.passing), guard.report_key(canaries.failing)
     report = REPORT.replace(b"</testsuite>", (
         f'<testcase classname="{good_class}" name="{good}"/>'
