@@ -1,5 +1,6 @@
 """``agentgym swe synthesize``: SWE tasks from a package on PyPI, as SWE-bench JSONL; ``agentgym swe rows``:
-a row from a repository's own fix, its test lists computed."""
+a row from a repository's own fix, its test lists computed; ``agentgym swe wheels``: the wheels a task's
+Dockerfile installs its test requirements from, offline."""
 
 from __future__ import annotations
 
@@ -59,6 +60,15 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     rows.add_argument("--test-cmd", help=f"a pytest command run in /testbed (default: {DEFAULT_TEST_CMD})")
     rows.add_argument("--out", required=True, help="the JSONL file the row is appended to")
     rows.set_defaults(func=_rows)
+    wheels = commands.add_parser(
+        "wheels", help="download the wheels a task's Dockerfile installs its test requirements from, pip's included",
+        description="Downloads wheels for the requirements (and pip's own) from pip's configured index into --dest, "
+                    "inside the Dockerfile's build context, and prints the Dockerfile steps that install them "
+                    "with no index and no network: the SWE base image has no pip of its own.",
+    )
+    wheels.add_argument("requirements", nargs="+", metavar="REQ", help="pytest==9.0.3, hypothesis, ...")
+    wheels.add_argument("--dest", required=True, help="a folder inside the Dockerfile's build context")
+    wheels.set_defaults(func=_wheels)
 
 
 NO_SUITE = 3
@@ -107,6 +117,21 @@ def _rows(args: argparse.Namespace) -> int:
         f.write(json.dumps(made) + "\n")
     print(f"{made['instance_id']}: {len(made['FAIL_TO_PASS'])} FAIL_TO_PASS, {len(made['PASS_TO_PASS'])} "
           f"PASS_TO_PASS -> {out}")
+    return 0
+
+
+def _wheels(args: argparse.Namespace) -> int:
+    from agentgym.envs.swe.wheelhouse import dockerfile_lines, download
+    from agentgym.errors import SandboxError
+
+    dest = Path(args.dest)
+    try:
+        got = download(args.requirements, dest)
+    except SandboxError as e:
+        print(f"agentgym: error: {e}", file=sys.stderr)
+        return 1
+    print(f"{len(got)} wheels in {dest}. In the Dockerfile (paths relative to its build context):", file=sys.stderr)
+    print(dockerfile_lines(args.dest, args.requirements), end="")
     return 0
 
 

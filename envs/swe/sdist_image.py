@@ -337,8 +337,12 @@ def _pip(*args: str) -> None:
         raise SandboxError(f"pip {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-1500:]}")
 
 
-def _wheels(requirements: tuple[str, ...], dest: Path) -> list[Path]:
-    """Wheels for ``requirements`` and what they need, for the image's Python (the host's, 3.11)."""
+def download_wheels(requirements: tuple[str, ...], dest: Path) -> list[Path]:
+    """Wheels for ``requirements`` and what they need, for the image's Python (the host's, 3.11).
+
+    Raises:
+        SandboxError: pip could not download them (the message is pip's).
+    """
     _pip("download", "--only-binary", ":all:", "--dest", str(dest), *requirements)
     return sorted(dest.glob("*.whl"))
 
@@ -370,7 +374,7 @@ def _build(api: docker.DockerClient, base: str, tag: str, sdist: Sdist, requirem
     import docker
 
     with tempfile.TemporaryDirectory(prefix="agentgym-sdist-build-") as tmp:
-        wheels = _wheels(requirements, Path(tmp) / "wheels")
+        wheels = download_wheels(requirements, Path(tmp) / "wheels")
         pip_wheel = next((w for w in wheels if w.name.startswith("pip-")), None)
         if pip_wheel is None:
             raise SandboxError(f"no pip wheel among {[w.name for w in wheels]}")

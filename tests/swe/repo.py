@@ -109,17 +109,22 @@ def layout_patch(patch: str, layout: str) -> str:
 
 def dockerfile(layout: str = "flat") -> str:
     """The Dockerfile's text (the python sandbox image is built first if it is missing)."""
-    files = LAYOUTS[layout]
-    writes = " && ".join(f"echo '{base64.b64encode(text.encode()).decode()}' | base64 -d > {path}"
-                         for path, text in files.items())
     python = build_image("python")
-    folders = " ".join(sorted({"/testbed/" + p.rpartition("/")[0] for p in files if "/" in p}))
     return f"""FROM {python}
 RUN mkdir -p /var/log/apt /var/cache/apt/archives/partial /var/lib/apt/lists/partial \\
  && apt-get update -o Acquire::Retries=3 \\
  && apt-get install -y --no-install-recommends git python3-pytest patch \\
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
-RUN mkdir -p {folders} && cd /testbed && {writes} \\
+""" + repository_step(layout)
+
+
+def repository_step(layout: str = "flat") -> str:
+    """The Dockerfile step that writes the tiny repository of ``layout`` at /testbed and commits it (needs git)."""
+    files = LAYOUTS[layout]
+    writes = " && ".join(f"echo '{base64.b64encode(text.encode()).decode()}' | base64 -d > {path}"
+                         for path, text in files.items())
+    folders = " ".join(sorted({"/testbed/" + p.rpartition("/")[0] for p in files if "/" in p}))
+    return f"""RUN mkdir -p {folders} && cd /testbed && {writes} \\
  && git init -q && git add -A \\
  && GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_AUTHOR_DATE=2020-01-01T00:00:00Z \\
     GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t GIT_COMMITTER_DATE=2020-01-01T00:00:00Z \\

@@ -16,9 +16,11 @@ import pytest
 from agentgym.cli import main
 from agentgym.envs.swe.images import base_image, image_for
 from agentgym.envs.swe.kept import GIT, start_fresh
+from agentgym.envs.swe.sdist_image import BASE_RECIPE, TEST_REQUIREMENTS
 from agentgym.envs.swe.tasks import SWETask
 from agentgym.envs.swe.verifier import evaluate_patch
 from agentgym.sandboxes import engine
+from agentgym.sandboxes.builder import build_image
 from tests.conftest import docker_or_skip
 
 from . import repo
@@ -105,3 +107,37 @@ def test_swe_rows_makes_a_row_from_a_fix_commit(tmp_path: Path, capsys: pytest.C
     # a fix that makes no test pass gives no row, with the reason
     args[args.index("v1")] = base
     assert main(args) == 1 and "has no test_patch" in capsys.readouterr().err
+
+
+def test_a_dockerfile_on_the_swe_base_installs_its_test_requirements_from_agentgym_swe_wheels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SWE base image has no pip and the build no index: ``agentgym swe wheels`` puts pytest's wheels and pip's
+    own in the build context, and the steps it prints install them; the task grades gold 1 and empty 0."""
+    docker_or_skip()
+    swe_base = build_image(BASE_RECIPE)
+    no_pip = engine.client().containers.run(swe_base, ["sh", "-c", "python3 -m pip --version 2>&1; true"],
+                                            remove=True, network_disabled=True, entrypoint=[]).decode()
+    assert "No module named pip" in no_pip, no_pip
+    context = tmp_path / "ctx"
+    context.mkdir()
+    monkeypatch.chdir(context)  # as a user runs it: in the build context, --dest relative to it
+    assert main(["swe", "wheels", "--dest", "wheels", *TEST_REQUIREMENTS]) == 0
+    steps = capsys.readouterr().out
+    assert any(w.name.startswith("pip-") for w in (context / "wheels").glob("*.whl"))
+    (context / "Dockerfile").write_text(f"FROM {swe_base}\n{steps}{repo.repository_step('flat')}")
+    probe = SWETask.model_validate(repo.task_row("0" * 40, instance_id="calc__calc-wheels",
+                                                 dockerfile=str(context / "Dockerfile")))
+    built = base_image(probe)
+    base = engine.client().containers.run(built, ["git", "-C", "/testbed", "rev-parse", "HEAD"], remove=True,
+                                          network_disabled=True, entrypoint=[]).decode().strip()
+    task = SWETask.model_validate({**probe.model_dump(), "base_commit": base})
+
+    async def grade() -> tuple[bool, bool, str, str]:
+        image = image_for(task)
+        gold = await evaluate_patch(task, task.patch, image=image, timeout=120)
+        empty = await evaluate_patch(task, "", image=image, timeout=120)
+        return gold.resolved, empty.resolved, gold.reason, empty.reason
+
+    gold_resolved, empty_resolved, gold_reason, empty_reason = asyncio.run(grade())
+    assert gold_resolved and not empty_resolved, (gold_reason, empty_reason)
