@@ -4,10 +4,12 @@ running the tests before and after the fix (``agentgym swe rows``).
 Given the task's image (an ``image`` or a ``dockerfile`` with the repository at ``/testbed``), its base
 commit, and the fix with its test change (two diffs, or a later commit of the image's repository,
 split into library and test files as the verifier splits them, :func:`~agentgym.envs.swe.protect.is_protected`),
-:func:`make_row` runs the test files the test change touches twice in a fresh container, as the
-verifier runs them (:func:`~agentgym.envs.swe.testrun.run_tests`, the row's ``test_cmd``): at the base
-with the test change, then with the fix too. A test that passes only after the fix is ``FAIL_TO_PASS``,
-one that passes in both runs ``PASS_TO_PASS``. A fix that makes no test pass gives no row.
+:func:`make_row` runs the Python files the test change touches twice in a fresh container, as the
+verifier runs them (:func:`~agentgym.envs.swe.testrun.run_tests`, the row's ``test_cmd``): with the
+test change and the fix, then at the base with the test change. A test that passes only after the fix
+is ``FAIL_TO_PASS``, one that passes in both runs ``PASS_TO_PASS``. A fix that makes no test pass gives
+no row. Before the fix a test may hang or take all the memory (the bug itself): that run is bounded by
+the fixed run's time, and when it does not finish, the tests are run in parts until each part does.
 
 The model's container never sees the fix: the image it gets leaves history at the base
 (:mod:`~agentgym.envs.swe.images`), while this module reads a ``--fix`` commit from the image as built.
@@ -18,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+import time
 from typing import Any
 
 from agentgym.errors import AgentgymError
+from agentgym.sandboxes import Sandbox
 
 from . import protect, testrun
 from .images import base_image, image_for, ready_image
@@ -37,15 +41,33 @@ class RowError(AgentgymError):
 def split_fix(diff: str) -> tuple[str, str]:
     """``diff`` as ``(patch, test_patch)``: the files the verifier treats as tests (and their
     configuration) go to the test patch, the rest is the fix."""
-    parts = re.split(r"(?m)^(?=diff --git )", diff)
     patch: list[str] = []
     tests: list[str] = []
-    for part in parts:
+    for part in _file_diffs(diff):
         match = _FILES.match(part)
         if match is None:
             continue
         (tests if protect.is_protected(match.group(2)) else patch).append(part)
     return "".join(patch), "".join(tests)
+
+
+def files_to_run(test_patch: str) -> list[str]:
+    """The Python files ``test_patch`` leaves in the tree, which the row's test runs are given.
+
+    Only Python files: pytest refuses a named file it has no collector for (a ``PKG-INFO``, a data
+    file), and the whole run would then pass nothing. A file the patch deletes cannot be run.
+    """
+    files = []
+    for part in _file_diffs(test_patch):
+        match = _FILES.match(part)
+        if match is not None and match.group(2).endswith(".py") and not re.search(r"(?m)^deleted file mode ", part):
+            files.append(match.group(2))
+    return sorted(set(files))
+
+
+def _file_diffs(diff: str) -> list[str]:
+    """``diff`` cut before each ``diff --git`` header."""
+    return re.split(r"(?m)^(?=diff --git )", diff)
 
 
 async def fix_diff(row: dict[str, Any], fix: str) -> str:
@@ -74,23 +96,57 @@ async def make_row(row: dict[str, Any], *, timeout: float = 600.0) -> dict[str, 
     if not row.get("test_patch", "").strip():
         raise RowError("the row has no test_patch: the tests that show the fix are what the row is graded by")
     draft = SWETask.model_validate({**row, "FAIL_TO_PASS": ["-"], "PASS_TO_PASS": []})
-    files = sorted({m.group(2) for m in _FILES.finditer(draft.test_patch)})
+    files = files_to_run(draft.test_patch)
+    if not files:
+        raise RowError("the test_patch leaves no Python file changed: no test of it could tell a fix from no fix")
     image = await asyncio.to_thread(image_for, draft)
     sandbox = await start_fresh(image, LIMITS)
     command = draft.test_cmd or testrun.DEFAULT_TEST_CMD
     try:
-        runs = []
         for name, diff in (("test_patch", draft.test_patch), ("patch", draft.patch)):
             await sandbox.write_file(f"/tmp/agentgym-{name}.diff", diff)
             done = await sandbox.exec(f"{GIT} apply /tmp/agentgym-{name}.diff", cwd=REPO_DIR, timeout=120)
             if done.exit_code != 0:
                 raise RowError(f"the {name} does not apply at {draft.base_commit}: {done.output[-500:]}")
-            runs.append(await testrun.run_tests(sandbox, command, tests=files, cwd=REPO_DIR, timeout=timeout))
+        started = time.monotonic()
+        after = await testrun.run_tests(sandbox, command, tests=files, cwd=REPO_DIR, timeout=timeout)
+        # Before the fix a test may hang or eat memory (the bug): its run is given a bound from the fixed one's.
+        bound = min(timeout, max(BEFORE_SECONDS, BEFORE_FACTOR * (time.monotonic() - started)))
+        await sandbox.exec(f"{GIT} apply -R /tmp/agentgym-patch.diff", cwd=REPO_DIR, timeout=120)
+        before = await testrun.run_tests(sandbox, command, tests=files, cwd=REPO_DIR, timeout=bound)
+        passed_before = (before.passed if _finished(before) else
+                         await _passing(sandbox, command, sorted(after.passed), timeout=bound))
     finally:
         await sandbox.destroy()
-    before, after = runs
-    fail_to_pass = sorted(after.passed - before.passed)
+    fail_to_pass = sorted(after.passed - passed_before)
     if not fail_to_pass:
         raise RowError(f"no test of {', '.join(files)} passes only after the fix ({len(after.passed)} pass after, "
-                       f"{len(before.passed)} before): nothing would tell a fix from no fix")
-    return {**row, "FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": sorted(after.passed & before.passed)}
+                       f"{len(passed_before)} before): nothing would tell a fix from no fix")
+    return {**row, "FAIL_TO_PASS": fail_to_pass, "PASS_TO_PASS": sorted(after.passed & passed_before)}
+
+
+BEFORE_SECONDS = 20.0
+BEFORE_FACTOR = 5.0
+"""A run before the fix is stopped after BEFORE_FACTOR times the fixed run's seconds, at least BEFORE_SECONDS."""
+SPLIT = 4
+"""Into how many parts the tests of a run that did not finish are cut: each level costs one bounded run."""
+
+
+def _finished(run: testrun.SuiteResult) -> bool:
+    """Whether pytest ran to its end: every test passed (0) or some failed (1); not stopped, killed or lost."""
+    return run.exit_code in (0, 1) and not run.timed_out and run.lost is None
+
+
+async def _passing(sandbox: Sandbox, command: str, ids: list[str], *, timeout: float) -> frozenset[str]:
+    """Which of the test ``ids`` pass, when a run of them all does not finish (one hangs, or takes all the
+    memory, as a bug may): quarters are run until each finishes; a single test that does not counts as failing."""
+    run = await testrun.run_tests(sandbox, command, tests=ids, cwd=REPO_DIR, timeout=timeout)
+    if _finished(run):
+        return run.passed & set(ids)
+    if len(ids) <= 1:
+        return frozenset()
+    size = -(-len(ids) // SPLIT)
+    passed: frozenset[str] = frozenset()
+    for start in range(0, len(ids), size):
+        passed |= await _passing(sandbox, command, ids[start:start + size], timeout=timeout)
+    return passed

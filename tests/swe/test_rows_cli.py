@@ -1,4 +1,5 @@
-"""``agentgym swe rows``: bad input is refused at once (exit status 2, one line naming it), before any build."""
+"""``agentgym swe rows``: bad input is refused at once (exit status 2, one line naming it), before any build; the files
+its test runs are given."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.cli import main
+from agentgym.envs.swe.rows import files_to_run
 
 
 @pytest.mark.parametrize(("extra", "message"), [
@@ -23,3 +25,12 @@ def test_bad_input_is_refused_before_any_work(extra: list[str], message: str, tm
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_the_row_s_test_runs_get_the_python_files_the_test_change_leaves() -> None:
+    """A named file pytest has no collector for (a PKG-INFO) would fail the whole run; a deleted one cannot run."""
+    test_patch = "".join(f"diff --git a/{path} b/{path}\n{header}--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
+                         for path, header in [("tests/test_a.py", ""), ("PKG-INFO", ""), ("tests/data.json", ""),
+                                              ("tests/test_gone.py", "deleted file mode 100644\n"),
+                                              ("tests/__init__.py", "")])
+    assert files_to_run(test_patch) == ["tests/__init__.py", "tests/test_a.py"]
