@@ -31,7 +31,9 @@ from agentgym.types import (
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
     from agentgym.sandboxes.contract import Sandbox
+    from agentgym.sandboxes.lending import Lease
     from agentgym.sandboxes.runtime import SandboxRuntime
+    from agentgym.sandboxes.spec import SandboxSpec
 
 
 class ToolResult:
@@ -126,11 +128,12 @@ class Env:
     - :meth:`respond` answers a plain-text reply with a turn of the env's own (a simulated user), and
       :meth:`review` may give the model another try after a final answer (see ``agentgym.feedback``).
 
-    Set :attr:`sandbox_image` and the base class takes a sandbox from ``sandbox_backend`` on ``reset``
-    (``self.sandbox``, the live one) and returns it on the next reset or ``close``. Whatever kind of
-    sandbox an env uses (a Python sandbox, a browser, a SWE container), it draws it from the supplies
-    of one :class:`~agentgym.sandboxes.runtime.SandboxRuntime`: the constructor's ``runtime``, else
-    the one current when it needs a sandbox (:meth:`sandbox_runtime`).
+    Set :attr:`sandbox_image` (a Python sandbox of that image) or :attr:`sandbox_spec` (any kind: a
+    container recycled by a recycler of the env's, a browser), or override :meth:`sandbox_for` for a
+    spec per task, and the base class takes a lease on ``reset`` (``self.sandbox``, the live one) and
+    gives it back on the next reset or ``close``: the one acquire and release path of every env. The
+    lease comes from the pools of one :class:`~agentgym.sandboxes.runtime.SandboxRuntime`: the
+    constructor's ``runtime``, else the one current when it needs a sandbox (:meth:`sandbox_runtime`).
 
     Bad model output never raises: malformed JSON, an unknown tool, arguments that fail the schema, a
     :class:`~agentgym.errors.ToolError` raised by a tool, and any exception type listed in
@@ -146,7 +149,9 @@ class Env:
         text_ends_episode: An assistant message with no tool call (that :meth:`respond` does not
             answer) ends the episode and its text is the final answer. When false, the model is
             told to call a tool instead.
-        sandbox_image: Name of the sandbox image this env needs, or ``None`` for no sandbox.
+        sandbox_image: Name of the Python sandbox image this env needs, or ``None`` for no sandbox.
+        sandbox_spec: The sandbox this env needs, of any kind (:class:`~agentgym.sandboxes.SandboxSpec`);
+            it wins over :attr:`sandbox_image`.
         model_errors: Exception types a tool raises when the *model* erred (tau2's tools raise
             ``ValueError`` for a wrong id): they go back to the model as tool errors instead of
             crashing the episode. :class:`~agentgym.errors.ToolError` always does.
@@ -172,6 +177,7 @@ class Env:
     max_turns: ClassVar[int] = 10
     text_ends_episode: ClassVar[bool] = True
     sandbox_image: ClassVar[str | None] = None
+    sandbox_spec: ClassVar[SandboxSpec | None] = None
     model_errors: ClassVar[tuple[type[Exception], ...]] = ()
     verifier: ClassVar[Verifier | ScoreFn | None] = None  # spelled out: mypy binds self through the alias
     release_before_scoring: ClassVar[bool] = False
@@ -226,7 +232,8 @@ class Env:
             self.max_turns = max_turns  # type: ignore[misc]
         self.sandbox_backend = sandbox_backend
         self.runtime = runtime
-        self._sandbox: Sandbox | None = None
+        self._sandbox: Sandbox | Lease[Any] | None = None  # a lease from the runtime's pools, or a provider's sandbox
+        self._spec: SandboxSpec | None = None  # what the episode's sandbox is
         self._verifier = verifier
         self.user = user
         self.feedback = feedback
@@ -281,10 +288,13 @@ class Env:
             if not pool:
                 raise EnvError(f"{type(self).__name__} has no built-in tasks: pass a Task to reset()")
             task = self.rng.choice(pool)
-        await self.release_sandbox()
+        spec = await self.sandbox_for(task)
+        if spec != self._spec or spec is None or spec.held == "episode" or not self._lease_alive():
+            await self.release_sandbox()
+        self._spec = spec
         self.task, self._done = task, False
         self.trajectory = Trajectory(task_id=task.id, env=self.id or type(self).__name__, seed=seed)
-        if self.sandbox_image is not None:
+        if spec is not None and self._sandbox is None:
             await self._acquire_sandbox()
         await self.setup(task)
         messages = self.opening_messages(task)
@@ -394,6 +404,7 @@ class Env:
             await self.teardown()
         finally:
             await self.release_sandbox()
+            self._spec = None
 
     async def __aenter__(self) -> Env:
         return self
@@ -515,8 +526,9 @@ class Env:
         self._done = False
         turn.observation.extend(more)
         info["attempt_reward"] = reward.value
-        if self.sandbox_image is not None and not self.has_sandbox:
+        if self._spec is not None and not self.has_sandbox and self.task is not None:
             await self._acquire_sandbox()  # scoring gave it back (release_before_scoring)
+            await self.resume(self.task)
         return True
 
     def _turn_limit(self, index: int, chars: int, seconds: float) -> str | None:
@@ -586,50 +598,101 @@ class Env:
 
         return self.runtime or current()
 
+    async def sandbox_for(self, task: Task) -> SandboxSpec | None:
+        """The sandbox ``task``'s episode runs in, or None for none: :attr:`sandbox_spec`, else a Python
+        sandbox of :attr:`sandbox_image`. Override for a spec per task (the SWE env's task images)."""
+        if self.sandbox_spec is not None or self.sandbox_image is None:
+            return self.sandbox_spec
+        from agentgym.sandboxes.spec import SandboxSpec
+
+        return SandboxSpec(image=self.sandbox_image)
+
     @property
     def sandbox(self) -> Sandbox:
-        """The current episode's live sandbox: taken on ``reset`` when :attr:`sandbox_image` is set.
+        """The current episode's live sandbox: taken on ``reset`` when the env declares one (:meth:`sandbox_for`).
 
         Raises:
-            EnvError: There is none: this env sets no :attr:`sandbox_image`, no episode is running,
-                or the env gave it back (:meth:`release_sandbox`, e.g. before its verifier ran).
+            EnvError: There is none: this env needs no sandbox, no episode is running, the env gave
+                it back (:meth:`release_sandbox`, e.g. before its verifier ran), or it is a browser
+                (:attr:`lease`).
         """
+        from agentgym.sandboxes.contract import Sandbox
+        from agentgym.sandboxes.lending import Lease
+
         if self._sandbox is None:
-            why = ("sets no sandbox_image" if self.sandbox_image is None
-                   else "holds no sandbox now: call reset(), or the episode gave it back")
+            declared = ((self.sandbox_spec, self.sandbox_image) != (None, None)
+                        or type(self).sandbox_for is not Env.sandbox_for)
+            why = ("holds no sandbox now: call reset(), or the episode gave it back" if declared
+                   else "declares no sandbox (sandbox_image, sandbox_spec, sandbox_for)")
             raise EnvError(f"{type(self).__name__} {why}")
+        if isinstance(self._sandbox, Lease) and not isinstance(self._sandbox, Sandbox):
+            raise EnvError(f"{type(self).__name__}'s sandbox is a {type(self.lease.held).__name__}: env.lease.held")
         return self._sandbox
 
-    @sandbox.setter
-    def sandbox(self, sandbox: Sandbox | None) -> None:
-        """For a subclass that takes its sandbox elsewhere (the SWE env's kept containers); ``None`` drops it."""
-        self._sandbox = sandbox
+    @property
+    def lease(self) -> Lease[Any]:
+        """The lease on the sandbox the env holds now, whatever its kind (``lease.held`` is the sandbox).
+
+        Raises:
+            EnvError: The env holds none, or its sandbox came from a provider (``sandbox_backend``), not a pool lease.
+        """
+        from agentgym.sandboxes.lending import Lease
+
+        if not isinstance(self._sandbox, Lease):
+            raise EnvError(f"{type(self).__name__} holds no lease now" if self._sandbox is None
+                           else f"{type(self).__name__}'s sandbox came from {self.sandbox_backend!r}, not a pool")
+        return self._sandbox
 
     @property
     def has_sandbox(self) -> bool:
-        """Whether the env holds a live sandbox now (:attr:`sandbox` would not raise)."""
+        """Whether the env holds a live sandbox now (:attr:`sandbox` or :attr:`lease` would not raise)."""
         return self._sandbox is not None
 
-    async def _acquire_sandbox(self) -> None:
-        from agentgym.sandboxes import acquire
+    async def resume(self, task: Task) -> None:
+        """Put the episode's state into a sandbox taken anew for another try (scoring gave the last one
+        back, :attr:`release_before_scoring`); by default nothing: the conversation carries on."""
+        return None
 
-        self.sandbox = await acquire(self.sandbox_backend, image=self.sandbox_image or "python",
-                                     runtime=self.sandbox_runtime())
+    async def before_release(self) -> None:
+        """Stop what the episode started in its sandbox before it goes back (in-sandbox servers); by default nothing."""
+        return None
+
+    def _lease_alive(self) -> bool:
+        from agentgym.sandboxes.lending import Lease
+
+        return isinstance(self._sandbox, Lease) and self._sandbox.active and self._sandbox.held.connected
+
+    async def _acquire_sandbox(self) -> None:
+        from agentgym.sandboxes.spec import lease
+
+        assert self._spec is not None
+        self._sandbox = await lease(self.sandbox_backend, self._spec, runtime=self.sandbox_runtime())
         self._sandbox_started = time.monotonic()
 
     async def release_sandbox(self) -> None:
         """Give the episode's sandbox back now rather than at the next reset or close.
 
         For an env that is done with it early, e.g. before scoring in a fresh sandbox, so that a
-        busy run holds one sandbox per episode instead of two.
+        busy run holds one sandbox per episode instead of two. A pool whose recycler the giver waits
+        for (the SWE env's reset and checks) says why it will not lend the sandbox again, if it will
+        not: the episode's ``info["sandbox_discarded"]``.
         """
-        sandbox, self._sandbox = self._sandbox, None
-        if sandbox is None:
-            return
-        if self.trajectory is not None:
-            self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
-        await sandbox.close()
+        from agentgym.sandboxes.lending import Lease
 
+        if self._sandbox is None:
+            return
+        try:
+            await self.before_release()
+        finally:
+            sandbox, self._sandbox = self._sandbox, None
+            if self.trajectory is not None:
+                self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
+            if not isinstance(sandbox, Lease):
+                await sandbox.close()
+            else:
+                why = await sandbox.release()
+                if why is not None and self.trajectory is not None:
+                    self.trajectory.info["sandbox_discarded"] = why
 
 RESERVED_NAMES = frozenset(
     {name for name in dir(Env) if not name.startswith("_")}

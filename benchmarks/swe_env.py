@@ -38,9 +38,10 @@ from agentgym.envs.swe import testrun
 from agentgym.envs.swe.env import SWEEnv
 from agentgym.envs.swe.grading import Grade, grade, parser_name
 from agentgym.envs.swe.images import image_for
-from agentgym.envs.swe.kept import GIT, kept_sandboxes, start_fresh
+from agentgym.envs.swe.kept import GIT, start_fresh
 from agentgym.envs.swe.tasks import REPO_DIR, SWETask, load_tasks
 from agentgym.envs.swe.verifier import evaluate_patch, graded_test_files
+from agentgym.sandboxes import shutdown_containers
 from agentgym.types import Task
 
 RESULTS = results_path("swe_env")
@@ -76,7 +77,7 @@ async def one_run(task: Task, samples: int) -> dict[str, float]:
     try:
         for i in range(samples * 2):
             if i % 2:  # every other episode starts with no warm sandbox
-                await kept_sandboxes().shutdown()
+                await shutdown_containers()
             started = time.perf_counter()
             await env.reset(task)
             (fresh if i % 2 else warm if i else fresh).append(time.perf_counter() - started)
@@ -86,7 +87,7 @@ async def one_run(task: Task, samples: int) -> dict[str, float]:
             give_back.append(time.perf_counter() - started)
     finally:
         await env.close()
-        await kept_sandboxes().shutdown()
+        await shutdown_containers()
     swe = SWETask.of(task)
     image = await asyncio.to_thread(image_for, swe)
     for _ in range(max(1, samples // 2)):

@@ -20,29 +20,63 @@ several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing he
 until a Docker sandbox is asked for.
 """
 
+from agentgym.sandboxes.bootstrap import supervisor_sources
 from agentgym.sandboxes.builder import build_image, image_tag
 from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
+from agentgym.sandboxes.docker import CODE_USER
 from agentgym.sandboxes.hosts import Endpoint
-from agentgym.sandboxes.pool import SandboxPool, SandboxProvider, SandboxSupply, acquire, shutdown_pools, warm_up
+from agentgym.sandboxes.lending import Destroy, Lease, Pool, PoolCounts, Recycler
+from agentgym.sandboxes.pool import (
+    Keep,
+    SandboxLease,
+    SandboxPool,
+    SandboxProvider,
+    SandboxSupply,
+    Wipe,
+    acquire,
+    shared_pool,
+    shutdown_pools,
+    start,
+    warm_up,
+)
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune
-from agentgym.sandboxes.runtime import SandboxRuntime
+from agentgym.sandboxes.runtime import SandboxRuntime, current
+from agentgym.sandboxes.spec import SandboxSpec, discarded, shutdown_containers
+from agentgym.sandboxes.supervised import SupervisedSandbox
 
 __all__ = [
+    "CODE_USER",
     "ContainerInfo",
+    "Destroy",
     "Endpoint",
     "ExecResult",
+    "Keep",
+    "Lease",
     "Limits",
+    "Pool",
+    "PoolCounts",
     "PythonResult",
+    "Recycler",
     "Sandbox",
+    "SandboxLease",
     "SandboxPool",
     "SandboxProvider",
     "SandboxRuntime",
+    "SandboxSpec",
     "SandboxSupply",
+    "SupervisedSandbox",
+    "Wipe",
     "acquire",
     "build_image",
+    "current",
+    "discarded",
     "image_tag",
     "list_sandboxes",
     "prune",
+    "shared_pool",
+    "shutdown_containers",
     "shutdown_pools",
+    "start",
+    "supervisor_sources",
     "warm_up",
 ]

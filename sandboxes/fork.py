@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentgym.errors import SandboxError
+from agentgym.sandboxes.lending import Lease
 
 if TYPE_CHECKING:
     from agentgym.sandboxes.pool import SandboxProvider
@@ -110,7 +111,8 @@ async def take_from(pool: SandboxProvider, parent: SupervisedSandbox, n: int) ->
     if parent.limits.writable_root:
         raise ValueError("a sandbox with a writable root forks from a commit of it: fork it without a pool")
     forks = await start_all(n, pool.acquire)  # type: ignore[arg-type]
-    wrong = [f for f in forks if type(f) is not type(parent) or f.limits != parent.limits]
+    lent = [f.held if isinstance(f, Lease) else f for f in forks]  # a pool's leases: the sandboxes they lend
+    wrong = [f for f in lent if type(f) is not type(parent) or f.limits != parent.limits]
     if wrong:
         await asyncio.gather(*(f.destroy() for f in forks))
         raise ValueError(f"the pool gives {type(wrong[0]).__name__} sandboxes with {wrong[0].limits!r}, "

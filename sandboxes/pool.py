@@ -1,19 +1,10 @@
-"""Choosing a backend, and warm pools that hand out ready sandboxes in about a millisecond.
+"""Choosing a backend, and warm pools of Python sandboxes that lend a ready one in about a millisecond.
 
-Creating a sandbox costs a container start or a jail start (docs/benchmarks.md); a pool pays that in
-the background so that ``acquire()`` only pops a ready one. When the caller ``close()``-s what it got,
-the sandbox is wiped back to fresh in the background (:meth:`SupervisedSandbox.recycle`: every process,
-IPC object, keyring and file of the code's user removed, checked, and a new Python session forked)
+Creating a sandbox costs a container start or a jail start (docs/benchmarks.md); a :class:`SandboxPool`
+pays that in the background so that ``acquire()`` only pops a ready one. It is the one pool type of
+:mod:`~agentgym.sandboxes.lending` with a start function for a backend and a recycler: when the
+caller ``close()``-s what it got, the sandbox is wiped back to fresh in the background (:class:`Wipe`)
 and goes back to the pool; one that cannot be wiped is destroyed, and the pool makes a new one.
-
-A recycling pool counts lent sandboxes as its own: ``size`` is the population it keeps (ready,
-lent, being wiped or starting), and beyond those lent it keeps the spares that demand needs, so
-that the caller who comes next gets a ready sandbox rather than waiting for the wipe of the one
-just closed: one, plus as many as callers arrive while one wipe runs (the pool measures both, the
-wipe's duration and the gap between acquires). A caller who finds none ready and none on its way
-makes the pool keep one more (up to ``max_size``). A miss while a wipe is on its way does not: with
-episodes shorter than a wipe, growing on every miss started containers whose starts slowed the
-wipes, which caused more misses, up to the pool's ceiling.
 
 Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime` (the one opened around
 the run, else the event loop's default) and are keyed by backend, image, limits and purpose, so every
@@ -27,29 +18,24 @@ role has a pool of its own.
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import functools
 import logging
-import math
-import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import backends, engine
-from agentgym.sandboxes.contract import Limits, Sandbox
+from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
+from agentgym.sandboxes.lending import Destroy, Lease, Pool, Recycler
 from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.supervised import SupervisedSandbox
-from agentgym.sandboxes.warm import RETRY_SECONDS, WarmPool
 
 log = logging.getLogger(__name__)
 
 MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and their spares
 PARALLEL_STARTS = 4
-WAIT_FOR_RETURN_SECONDS = 2.0  # how long a caller waits for a spare on its way before starting one
-SMOOTHING = 0.2  # weight of the newest sample in the pool's running means (wipe duration, gap between acquires)
 
 SHARED = "shared sandbox pools"  # their kind in a runtime, keyed by backend, image, limits, purpose (False: models)
 
@@ -108,29 +94,104 @@ def _close_orphan(creating: asyncio.Future[SupervisedSandbox]) -> None:
     closing.add_done_callback(_orphans.discard)
 
 
-@dataclasses.dataclass(frozen=True)
-class PoolCounts:
-    """What a pool holds at one moment; ``population`` is the one count its sizing compares to ``size``."""
+class Wipe:
+    """The supervisor's wipe (:meth:`SupervisedSandbox.wipe`): every process, IPC object, keyring and file of
+    the code's user removed, checked, and a new Python session forked; done while the next episode starts."""
 
-    ready: int  # started or wiped, waiting for a caller
-    lent: int  # handed out by a recycling pool: they come back when closed
-    wiping: int  # closed, on their way back
-    starting: int  # spares being started
-    cold: int  # started for a caller who found none ready: counted until lent, so a refill does not start its twin
-    size: int
-    max_size: int
+    background = True
+    reuses = True
+
+    async def record(self, item: SupervisedSandbox) -> None:
+        return None
+
+    async def recycle(self, item: SupervisedSandbox, record: object) -> str | None:
+        return await item.wipe()
+
+
+class Keep:
+    """Take the sandbox back as it is, for its next borrower, who may find what the last one left.
+
+    Only for a pool whose borrowers all run the same trusted code: the code env's graders keep their
+    grading server between verifications this way.
+    """
+
+    background = False
+    reuses = True
+
+    async def record(self, item: SupervisedSandbox) -> None:
+        return None
+
+    async def recycle(self, item: SupervisedSandbox, record: object) -> str | None:
+        return None
+
+
+class SandboxLease(Lease[SupervisedSandbox]):
+    """A lent Python sandbox: the :class:`~agentgym.sandboxes.contract.Sandbox` of the one lent, until
+    ``close()`` gives it back (wiped in the background) or ``destroy()`` has it destroyed.
+
+    Whoever keeps the lease after that reaches nothing: every call raises. Anything else of the
+    sandbox's (its backend's attributes) is read through, while lent.
+    """
+
+    def __init__(self, pool: Pool[SupervisedSandbox], item: SupervisedSandbox, reused: bool) -> None:
+        super().__init__(pool, item, reused)
+        self.id = item.id
+        self.limits = item.limits
+
+    def __repr__(self) -> str:
+        return f"<SandboxLease {self.id} {'lent' if self.active else 'given back'}>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_pool", "_item"):
+            raise AttributeError(name)
+        return getattr(self.held, name)
 
     @property
-    def population(self) -> int:
-        return self.ready + self.lent + self.wiping + self.starting + self.cold
+    def connected(self) -> bool:
+        return self.active and self._item.connected
+
+    @property
+    def started(self) -> float:
+        return self._item.started
+
+    async def exec(self, cmd: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        return await self.held.exec(cmd, timeout=timeout, cwd=cwd)
+
+    async def run_python(self, code: str, *, timeout: float | None = None) -> PythonResult:
+        return await self.held.run_python(code, timeout=timeout)
+
+    async def read_file(self, path: str) -> bytes:
+        return await self.held.read_file(path)
+
+    async def write_file(self, path: str, data: bytes | str) -> None:
+        await self.held.write_file(path, data)
+
+    async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> Sequence[Sandbox]:
+        return await self.held.fork(n, pool=pool)
+
+    async def is_alive(self) -> bool:
+        return self.active and await self._item.is_alive()
+
+    async def close(self) -> None:
+        """Give the sandbox back to its pool (wiped for the next borrower); later calls do nothing."""
+        await self.release(reusable=True)
+
+    async def destroy(self) -> None:
+        """Have the sandbox destroyed rather than reused."""
+        await self.release(reusable=False)
+
+    async def __aenter__(self) -> SandboxLease:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
-class SandboxPool(WarmPool[SupervisedSandbox]):
-    """Keeps sandboxes of one kind ready and hands them out.
+class SandboxPool(Pool[SupervisedSandbox]):
+    """Keeps Python sandboxes of one kind ready and lends them as :class:`SandboxLease`-s.
 
     Usable as an env's ``sandbox_backend=`` provider: ``Env(sandbox_backend=SandboxPool("docker", size=8))``.
-    Spares older than half their wall time, or whose supervisor has gone (its stream closed), are
-    thrown away rather than handed out, so callers get a live sandbox with most of its life ahead.
+    Sizing, and what is done with a closed sandbox, are :class:`~agentgym.sandboxes.lending.Pool`'s.
     A hand-out does not wait for anything (no ping): the supervisor answered when it started, is idle
     since, and its death would have closed the stream.
 
@@ -138,99 +199,47 @@ class SandboxPool(WarmPool[SupervisedSandbox]):
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
         image: Recipe name or image reference (Docker only; the local backend uses the host's python).
         limits: Limits for every sandbox of the pool.
-        size: Sandboxes to keep: with ``recycle``, the whole population (ready, lent, being wiped,
-            starting), at least the lent ones plus :meth:`spares`; without, spares ready beyond
-            those lent. Grows by one each time a caller finds none ready (with ``recycle``: and
-            none on its way back from a wipe).
-        max_size: The most ``size`` may grow to, and the most sandboxes a recycling pool keeps
-            (default: ``size``).
-        recycle: Wipe and reuse closed sandboxes (see above); ``False`` destroys each one after a
-            single use.
+        size: Sandboxes to keep: the whole population (ready, lent, being wiped, starting).
+        max_size: The most ``size`` may grow to, and the most sandboxes the pool keeps (default ``size``).
+        recycle: Wipe and reuse closed sandboxes; ``False`` destroys each after a single use.
+        recycler: What is done with a closed sandbox instead (:class:`Keep`); overrides ``recycle``.
         hosts: Docker endpoints to spread sandboxes over, each up to its capacity (default: the
             process's configured ones, see :mod:`~agentgym.sandboxes.hosts`).
     """
 
-    limits: Limits
-
     def __init__(
         self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
-        *, max_size: int | None = None, recycle: bool = True, hosts: Sequence[Endpoint] | None = None,
+        *, max_size: int | None = None, recycle: bool = True, recycler: Recycler[SupervisedSandbox] | None = None,
+        hosts: Sequence[Endpoint] | None = None,
     ) -> None:
-        super().__init__(size, max_size, limits or Limits())
         self.backend = backend
+        self.image = image
+        self.limits = limits or Limits()
         self.hosts = tuple(hosts) if hosts is not None else None
         self._loop: asyncio.AbstractEventLoop | None = None  # where its sandboxes live, once known
+        self._gate = asyncio.Semaphore(PARALLEL_STARTS)
+        super().__init__(self._start_sandbox, recycler or (Wipe() if recycle else Destroy()), size=size,
+                         max_size=max_size, wall_seconds=self.limits.wall_seconds, kind=f"{backend} sandbox",
+                         lease=SandboxLease, expected_failures=(EndpointsFull,))
         add_holder(self)
-        self.image = image
-        self.recycle = recycle
-        self._wiping = 0  # closed sandboxes on their way back: they count as spares to come
-        self._lent = 0  # handed out by a recycling pool: they come back when closed
-        self._cold = 0  # started for a caller who could not wait: theirs, not the pool's
-        self._waiters: collections.deque[asyncio.Future[SupervisedSandbox]] = collections.deque()
-        self._gate: asyncio.Semaphore | None = None
-        self._wipe_seconds = Mean()  # how long a wipe takes
-        self._acquire_gap = Mean()  # time between acquires
-        self._last_acquire: float | None = None
 
     def __repr__(self) -> str:
         return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
 
-    async def acquire(self) -> SupervisedSandbox:
-        """A ready sandbox; the caller owns it and must ``close()`` it.
+    async def acquire(self) -> SandboxLease:  # type: ignore[override]  # its leases are SandboxLease-s
+        """A ready sandbox; the caller must ``close()`` it (it goes back, wiped).
 
         Raises:
             SandboxError: The pool is shut down, or no sandbox could be created (with the reason).
         """
-        if self._closed:
-            raise SandboxError("the sandbox pool is shut down")
-        self._loop = asyncio.get_running_loop()
-        self.backend = await resolve_backend(self.backend)
-        now = time.monotonic()
-        if self._last_acquire is not None:
-            self._acquire_gap.add(now - self._last_acquire)
-        self._last_acquire = now
-        while self._ready:
-            sandbox = self._ready.popleft()
-            if self._fit(sandbox):
-                self._hand_out(sandbox)
-                self._refill()
-                return sandbox
-            self._spawn(sandbox.close())
-            self._refill()
-        on_its_way = self._wiping + self._starting > len(self._waiters)
-        if not (self.recycle and on_its_way):
-            self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
-        if on_its_way:
-            # One is on its way back (being wiped) or starting: wait for it, not for a cold start,
-            # and start the spares that would have spared this caller the wait.
-            self._refill()
-            waiting = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiting)
-            try:
-                return await asyncio.wait_for(waiting, WAIT_FOR_RETURN_SECONDS)
-            except TimeoutError:
-                pass
-            except asyncio.CancelledError:
-                if waiting.done() and not waiting.cancelled():
-                    await waiting.result().close()
-                raise
-        self._cold += 1  # counted while it starts, so a refill meanwhile does not start its twin
-        try:
-            sandbox = await self._start()
-        finally:
-            self._cold -= 1
-        self._hand_out(sandbox)  # counted as lent before the refill, which would otherwise start its twin
-        self._refill()
-        return sandbox
+        await self._resolve()
+        lease = await super().acquire()
+        assert isinstance(lease, SandboxLease)
+        return lease
 
-    async def shutdown(self) -> None:
-        """Stop refilling and destroy the spares; sandboxes already handed out are the callers'."""
-        self._closed = True
-        while self._waiters:
-            waiting = self._waiters.popleft()
-            if not waiting.done():
-                waiting.set_exception(SandboxError("the sandbox pool is shut down"))
-        await super().shutdown()
+    async def fill(self) -> None:
+        await self._resolve()
+        await super().fill()
 
     def reclaim(self, endpoints: Sequence[Endpoint]) -> bool:
         """Destroy a ready spare on one of ``endpoints``, for a caller who found them all full; whether there was one.
@@ -240,126 +249,19 @@ class SandboxPool(WarmPool[SupervisedSandbox]):
         """
         if self._loop is not asyncio.get_running_loop():
             return False
-        for sandbox in self._ready:
-            if getattr(sandbox, "endpoint", None) in endpoints:
-                self._ready.remove(sandbox)
-                self._backoff_until = time.monotonic() + RETRY_SECONDS  # no refill into the freed place
-                self._spawn(sandbox.destroy())
-                return True
-        return False
+        spare = self.take_ready(lambda s: getattr(s, "endpoint", None) in endpoints)
+        if spare is not None:
+            self._spawn(spare.destroy())
+        return spare is not None
 
-    def keep(self, sandbox: SupervisedSandbox) -> None:
-        """Take back a sandbox this pool lent, as it is (no wipe), for its next caller.
-
-        Only for a pool whose callers all run the same trusted code in their sandboxes, which may
-        then find what the last one left: the code env's graders keep their grading server between
-        verifications this way. One that is dead, old or no longer lent is destroyed instead.
-        """
-        lent_here = sandbox.return_to == self._give_back
-        if lent_here:
-            sandbox.return_to = None
-            self._lent -= 1
-        if not lent_here or self._closed or not self._fit(sandbox):
-            self._spawn(sandbox.destroy())
-            self._refill()
-        else:
-            self._deliver(sandbox)
-
-    def _hand_out(self, sandbox: SupervisedSandbox) -> SupervisedSandbox:
-        if self.recycle:
-            self._lent += 1
-            sandbox.return_to = self._give_back
-        return sandbox
-
-    def _give_back(self, sandbox: SupervisedSandbox, reusable: bool) -> None:
-        """A caller closed ``sandbox`` (wipe it in the background and keep it) or destroyed it."""
-        self._lent -= 1
-        if reusable:
-            self._wiping += 1
-            self._spawn(self._wipe(sandbox))
-        else:
-            self._refill()
-
-    async def _wipe(self, sandbox: SupervisedSandbox) -> None:
-        began = time.monotonic()
-        try:
-            fresh = None if self._closed else await sandbox.recycle()
-        finally:
-            self._wiping -= 1
-        if fresh is not None:
-            self._wipe_seconds.add(time.monotonic() - began)
-        if fresh is None or self._closed or self._population() >= self.max_size or not self._fit(fresh):
-            await (fresh or sandbox).destroy()
-            self._refill()
-        else:
-            self._deliver(fresh)
-
-    async def _prepare(self) -> None:
+    async def _resolve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.backend = await resolve_backend(self.backend)
+        self.kind = f"{self.backend} sandbox"
 
-    def _kind(self) -> str:
-        return f"{self.backend} sandbox"
-
-    async def _start_spare(self) -> SupervisedSandbox:
-        return await self._start(spare=True)
-
-    async def _start(self, *, spare: bool = False) -> SupervisedSandbox:
-        if self._gate is None:
-            self._gate = asyncio.Semaphore(PARALLEL_STARTS)
+    async def _start_sandbox(self, *, spare: bool = False) -> SupervisedSandbox:
         async with self._gate:
             return await start(self.backend, self.image, self.limits, self.hosts, spare=spare)
-
-    def spares(self) -> int:
-        """Spares a recycling pool keeps beyond those lent: one, plus the callers expected while a wipe runs.
-
-        Never more than one per lent sandbox: a caller who finds none ready was lent one before.
-        """
-        wipe, gap = self._wipe_seconds.value, self._acquire_gap.value
-        during_a_wipe = math.ceil(wipe / gap) if wipe and gap else 0
-        return 1 + min(during_a_wipe, self._lent + self._cold)
-
-    def _target(self) -> int:
-        # With recycling, lent sandboxes come back: ``size`` is then the whole population to keep,
-        # and spares beyond the lent ones keep the next callers from waiting for a wipe.
-        return max(self.size, self._lent + self._cold + self.spares()) if self.recycle else self.size
-
-    def counts(self) -> PoolCounts:
-        """What the pool holds now (for tests, logs and dashboards)."""
-        return PoolCounts(
-            ready=len(self._ready), lent=self._lent, wiping=self._wiping, starting=self._starting,
-            cold=self._cold, size=self.size, max_size=self.max_size,
-        )
-
-    def _population(self) -> int:
-        return self.counts().population
-
-    def _deliver(self, sandbox: SupervisedSandbox) -> None:
-        """A ready sandbox: to the first caller still waiting, else onto the ready queue."""
-        while self._waiters:
-            waiting = self._waiters.popleft()
-            if not waiting.done():
-                waiting.set_result(self._hand_out(sandbox))
-                return
-        self._ready.append(sandbox)
-
-    def _start_failed(self, error: Exception) -> None:
-        if isinstance(error, EndpointsFull):  # no room for a spare: callers still get places, from spares too
-            log.info("no spare %s sandbox: %s", self.backend, error)
-        else:
-            super()._start_failed(error)
-
-
-class Mean:
-    """A running mean that follows change: each sample weighs :data:`SMOOTHING`, the past the rest."""
-
-    def __init__(self) -> None:
-        self.value = 0.0
-        self._seen = False
-
-    def add(self, sample: float) -> None:
-        self.value = sample if not self._seen else SMOOTHING * sample + (1 - SMOOTHING) * self.value
-        self._seen = True
 
 
 class SandboxProvider(Protocol):
@@ -392,7 +294,7 @@ async def acquire(
     """
     if not isinstance(backend, str):
         sandbox = await backend.acquire()
-        if verifier and isinstance(sandbox, SupervisedSandbox):
+        if verifier and isinstance(sandbox, Lease):
             sandbox.keep_out_of_pools()
         return sandbox
     pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)
@@ -442,10 +344,10 @@ async def warm_up(
 
 async def shared_pool(
     backend: str = "auto", *, image: str = "python", limits: Limits | None = None, verifier: bool | str = False,
-    runtime: SandboxRuntime | None = None,
+    runtime: SandboxRuntime | None = None, keep: bool = False,
 ) -> SandboxPool:
-    """The runtime's pool :func:`acquire` draws from for these arguments, made if need be: for a caller
-    that also gives sandboxes back with :meth:`SandboxPool.keep`.
+    """The runtime's pool :func:`acquire` draws from for these arguments, made if need be; with ``keep``, a
+    pool of its own whose closed sandboxes come back as they are (:class:`Keep`), for a verifier's role.
 
     Raises:
         SandboxError: An unknown backend name, or a closed runtime.
@@ -453,8 +355,9 @@ async def shared_pool(
     name = await resolve_backend(backend)
     limits = limits or Limits()
     return (runtime or current()).hold(
-        SHARED, (name, image, limits, verifier),
-        lambda: SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SANDBOXES))
+        SHARED, (name, image, limits, verifier, keep),
+        lambda: SandboxPool(name, image, limits, size=0, max_size=MAX_SHARED_SANDBOXES,
+                            recycler=Keep() if keep else None))
 
 
 def shared_pools(runtime: SandboxRuntime | None = None) -> list[SandboxPool]:

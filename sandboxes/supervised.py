@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import functools
 import logging
 import time
@@ -70,17 +69,11 @@ class SupervisedSandbox:
         self.client = client
         self.session_socket = session_socket
         self.started = time.monotonic()
-        self._hold(weakref.finalize(self, _destroy_quietly, id, destroy), None)
-
-    def _hold(self, finalizer: weakref.finalize, session: direct_session.DirectSession | None) -> None:  # type: ignore[type-arg]
-        """Set what belongs to one holder of the sandbox rather than to the sandbox itself: the handle
-        :meth:`__init__` makes and each new one :meth:`recycle` makes set it here, so that a new field of
-        a holder's is one line here and no handle inherits the last holder's."""
-        self._finalizer = finalizer  # destroys the sandbox if this handle is dropped unclosed
+        self._after_destroy: list[Callable[[], None]] = []  # run once it is destroyed (not referring to it)
+        # Destroys the sandbox if this object is dropped unclosed: the synchronous backstop.
+        self._finalizer = weakref.finalize(self, _destroy_quietly, id, destroy, self._after_destroy)
         self._closed = False
-        # Set by a recycling pool while the sandbox is lent out: called with (sandbox, reusable).
-        self.return_to: Callable[[SupervisedSandbox, bool], None] | None = None
-        self._session = session
+        self._session: direct_session.DirectSession | None = None
         self._cut_off = False  # a call on the direct session was cancelled: the next one starts a new session
         self._python_lock = asyncio.Lock()
 
@@ -223,41 +216,33 @@ class SupervisedSandbox:
             return False
         return True
 
-    async def recycle(self) -> SupervisedSandbox | None:
-        """Wipe this (closed) sandbox back to fresh and return it as a new object, or None if it cannot be.
+    async def wipe(self) -> str | None:
+        """Wipe this sandbox back to fresh, in place; None when it is, else why not (then destroy it).
 
         Fresh means what a new sandbox has, checked inside by the supervisor (its ``wipe`` op): no process
         of the code's user, no SysV IPC object, empty keyrings of that user, nothing in any writable
         mount but what was there at start, and a new Python session (forked from a warm parent, so
-        the next call does not wait for an interpreter). The returned object is a new handle: whoever
-        kept the old one cannot reach the next user's work. A sandbox that cannot be wiped is left
-        for :meth:`destroy`.
+        the next call does not wait for an interpreter). Pools call it between borrowers
+        (:class:`~agentgym.sandboxes.pool.Wipe`), who each hold a lease of their own.
         """
-        if not self.recyclable or self.client.broken is not None or self.client.protocol.lost is not None:
-            return None
+        if not self.recyclable:
+            return f"{type(self).__name__} sandboxes cannot be wiped"
+        if self._closed or self.client.broken is not None or self.client.protocol.lost is not None:
+            return "its supervisor is gone"
         self._drop_session()  # the wipe ends the session; the next user borrows the new one
-        session = None
         try:
             wiped = await self.client.call("wipe", RECYCLE_TIMEOUT + GRACE_SECONDS, timeout=RECYCLE_TIMEOUT,
                                            lend=self.session_socket is not None)
             if wiped.get("lent"):
-                session = self._take_session()
+                # The new session was sent with the wipe's reply: the first call asks nothing more.
+                self._session = self._take_session()
         except (SandboxError, OSError) as e:
-            log.info("sandbox %s could not be recycled: %s", self.id, e)
-            return None
+            return f"the wipe failed: {e}"
         if not wiped["clean"]:
             log.warning("sandbox %s is not clean after a wipe, destroying it: %s", self.id, wiped["reason"])
-            return None
-        detached = self._finalizer.detach()
-        if detached is None:
-            if session is not None:
-                session.close()
-            return None
-        _, destroy, args, _ = detached  # (object, function, args, kwargs)
-        fresh = copy.copy(self)  # the same sandbox; what belongs to the holder is set anew just below
-        # The new session was sent with the wipe's reply: the first call asks nothing more.
-        fresh._hold(weakref.finalize(fresh, destroy, *args), session)
-        return fresh
+            return f"not clean after a wipe: {wiped['reason']}"
+        self._cut_off = False
+        return None
 
     async def fork(self, n: int = 1, *, pool: SandboxProvider | None = None) -> list[SupervisedSandbox]:
         """``n`` new sandboxes that start from this one's current files, for branching an episode at a turn.
@@ -285,38 +270,15 @@ class SupervisedSandbox:
         start_like = self._start_like if pool is None else functools.partial(fork.take_from, pool, self)
         return await fork.fork(self, n, start_like)
 
-    def keep_out_of_pools(self) -> None:
-        """Never go back to the pool it came from: ``close()`` then destroys it.
-
-        For a sandbox that will hold what no later user may see, when it did not come from a pool
-        kept for such uses (see ``acquire(..., verifier=True)``).
-        """
-        if self.return_to is not None:
-            give_back, self.return_to = self.return_to, None
-            give_back(self, False)  # the pool stops counting it and starts a replacement
-
     async def close(self) -> None:
-        """Close the sandbox; later calls do nothing.
-
-        A sandbox from a recycling pool goes back to it, to be wiped in the background and reused
-        (see :meth:`recycle`); any other is destroyed with everything in it.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        self._drop_session()
-        if self.return_to is not None:
-            give_back, self.return_to = self.return_to, None
-            give_back(self, True)
-            return
-        await self.destroy()
+        """Destroy the sandbox with everything in it; later calls do nothing. (A lent one's lease,
+        :class:`~agentgym.sandboxes.pool.SandboxLease`, gives it back to its pool instead.)"""
+        if not self._closed:
+            await self.destroy()
 
     async def destroy(self) -> None:
         """Destroy the sandbox and everything in it, whether or not it was closed."""
         self._closed = True
-        if self.return_to is not None:
-            give_back, self.return_to = self.return_to, None
-            give_back(self, False)
         self._drop_session()
         if self.session_socket is not None:
             self.session_socket.close()
@@ -336,12 +298,10 @@ class SupervisedSandbox:
 
     def _also_on_destroy(self, after: Callable[[], None]) -> None:
         """Run ``after`` (blocking, not referring to this object) once this sandbox is destroyed."""
-        detached = self._finalizer.detach()
-        if detached is None:
+        if self._finalizer.alive:
+            self._after_destroy.append(after)
+        else:
             after()
-            return
-        destroy = detached[2][1]
-        self._finalizer = weakref.finalize(self, _destroy_quietly, self.id, functools.partial(_then, destroy, after))
 
     async def _wait_ready(self) -> None:
         """Wait for the supervisor's first answer; destroy the sandbox and raise if it never comes."""
@@ -373,15 +333,11 @@ class SupervisedSandbox:
             raise SandboxTimeout(f"sandbox {self.id} ran out of its {wall:g} s wall time") from e
 
 
-def _then(first: Callable[[], None], second: Callable[[], None]) -> None:
-    try:
-        first()
-    finally:
-        second()
-
-
-def _destroy_quietly(sandbox_id: str, destroy: Callable[[], None]) -> None:
+def _destroy_quietly(sandbox_id: str, destroy: Callable[[], None], after: list[Callable[[], None]]) -> None:
     try:
         destroy()
     except Exception as e:
         log.warning("could not destroy sandbox %s: %s", sandbox_id, e)
+    finally:
+        for then in after:
+            then()

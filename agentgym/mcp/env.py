@@ -151,12 +151,11 @@ class MCPEnv(Env):
             out[fn.name] = fn
         return out
 
-    async def release_sandbox(self) -> None:
-        """Stop this episode's in-sandbox servers, then give the sandbox back."""
+    async def before_release(self) -> None:
+        """Stop this episode's in-sandbox servers before the sandbox goes back."""
         episode, self._episode = self._episode, []
         for connection in episode:
             await connection.close()
-        await super().release_sandbox()
 
     async def teardown(self) -> None:
         host, self._host = self._host, []

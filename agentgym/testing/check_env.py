@@ -13,12 +13,17 @@ It checks what the runner, the evaluation and the TRL adapter rely on, and says 
   ``no_dodge.py`` and the env's ``dodges()``) ends in a grade, never an ``error`` or a timeout,
   and never a success;
 - ``close`` can be called twice and ``reset`` refuses afterwards;
-- every sandbox the env took (for its episodes and for its verifier) was given back (closed or destroyed).
+- every sandbox the env took (for its episodes and for its verifier) was given back (closed or destroyed);
+- the env accepts ``runtime=`` (a :class:`~agentgym.sandboxes.SandboxRuntime` of the check's own),
+  holds no lease of it once closed, and closing that runtime leaves no container, process or browser
+  that the check started.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,15 +78,16 @@ class _Tracked:
 class _TrackingProvider:
     """A sandbox provider that hands out the backend's sandboxes and keeps a list of them."""
 
-    def __init__(self, backend: Any, image: str) -> None:
+    def __init__(self, backend: Any, image: str, runtime: Any) -> None:
         self.backend = backend
         self.image = image
+        self.runtime = runtime
         self.handed: list[_Tracked] = []
 
     async def acquire(self) -> _Tracked:
         from agentgym.sandboxes import acquire
 
-        sandbox = _Tracked(await acquire(self.backend, image=self.image))
+        sandbox = _Tracked(await acquire(self.backend, image=self.image, runtime=self.runtime))
         self.handed.append(sandbox)
         return sandbox
 
@@ -147,11 +153,46 @@ async def check_env(
     policies = cls.scripted_policies()
     if "reference" not in policies:
         raise EnvCheckError(f"{name}: scripted_policies() has no 'reference': ship one that solves the tasks")
+    from agentgym.sandboxes import SandboxRuntime
+
+    if "runtime" in env_kwargs:
+        raise EnvCheckError(f"{name}: check_env passes a runtime of its own (closing it must leave nothing)")
+    before = await _live_things()
+    runtime = SandboxRuntime()
     tracker = None
     if cls.sandbox_image is not None:
-        tracker = _TrackingProvider(env_kwargs.pop("sandbox_backend", "auto"), cls.sandbox_image)
+        tracker = _TrackingProvider(env_kwargs.pop("sandbox_backend", "auto"), cls.sandbox_image, runtime)
         env_kwargs["sandbox_backend"] = tracker
-    instance = cls(**env_kwargs)
+    try:
+        instance, played, returns, played_dodges = await _play_all(
+            cls, name, runtime, tasks, limit, episode_timeout, dodges, env_kwargs)
+    except BaseException:
+        await runtime.close()
+        raise
+    handed = tracker.handed if tracker is not None else []
+    leaked = [s for s in handed if not s.closed]
+    if leaked or instance.has_sandbox:
+        await runtime.close()
+        raise EnvCheckError(f"{name}: {len(leaked)} of {len(handed)} sandboxes were never given back")
+    await _leaves_nothing(runtime, before, name)
+    baseline = returns.get("baseline")
+    if returns["reference"] <= (baseline if baseline is not None else 0.0):
+        against = f"the baseline's {baseline:.3f}" if baseline is not None else "0"
+        raise EnvCheckError(f"{name}: the reference policy's mean return {returns['reference']:.3f} does not beat "
+                            f"{against}: the verifier cannot tell a solution from a non-solution")
+    return EnvReport(env=name, tasks=len(played), reference_return=returns["reference"],
+                     baseline_return=baseline, sandboxes=len(handed), dodges=tuple(played_dodges))
+
+
+async def _play_all(cls: type[Env], name: str, runtime: Any, tasks: Sequence[Task] | None, limit: int,
+                    episode_timeout: float, dodges: bool, env_kwargs: dict[str, Any],
+                    ) -> tuple[Env, list[Task], dict[str, float], list[str]]:
+    """Every policy's episodes and the dodges, on an env of ``runtime``; the env closed after."""
+    policies = cls.scripted_policies()
+    try:
+        instance = cls(runtime=runtime, **env_kwargs)
+    except TypeError as e:
+        raise EnvCheckError(f"{name}: its constructor does not accept runtime= ({e}): pass **kwargs on to Env") from e
     instance.id = name  # type: ignore[misc]
     try:
         await _refuses(instance.step(Message(role="assistant", content="hi")), "step() before reset()", name)
@@ -159,7 +200,7 @@ async def check_env(
         played = list(tasks) if tasks is not None else list(instance.tasks())[:limit]
         if not played:
             raise EnvCheckError(f"{name}: no built-in tasks; pass tasks=")
-        returns = {}
+        returns: dict[str, float] = {}
         for label in ("reference", "baseline"):
             if label in policies:
                 runs = [await _play(instance, policies[label](), task, name, episode_timeout) for task in played]
@@ -169,17 +210,7 @@ async def check_env(
         await instance.close()
     await instance.close()
     await _refuses(instance.reset(played[0]), "reset() after close()", name)
-    baseline = returns.get("baseline")
-    if returns["reference"] <= (baseline if baseline is not None else 0.0):
-        against = f"the baseline's {baseline:.3f}" if baseline is not None else "0"
-        raise EnvCheckError(f"{name}: the reference policy's mean return {returns['reference']:.3f} does not beat "
-                            f"{against}: the verifier cannot tell a solution from a non-solution")
-    handed = tracker.handed if tracker is not None else []
-    leaked = [s for s in handed if not s.closed]
-    if leaked or instance.has_sandbox:
-        raise EnvCheckError(f"{name}: {len(leaked)} of {len(handed)} sandboxes were never given back")
-    return EnvReport(env=name, tasks=len(played), reference_return=returns["reference"],
-                     baseline_return=baseline, sandboxes=len(handed), dodges=tuple(played_dodges))
+    return instance, played, returns, list(played_dodges)
 
 
 async def _play(env: Env, policy: Any, task: Task, name: str, episode_timeout: float) -> Trajectory:
@@ -193,3 +224,53 @@ async def _play(env: Env, policy: Any, task: Task, name: str, episode_timeout: f
     if Trajectory.model_validate_json(trajectory.model_dump_json()) != trajectory:
         raise EnvCheckError(f"{where}: the trajectory does not round-trip through JSON")
     return trajectory
+
+
+async def _leaves_nothing(runtime: Any, before: set[str], name: str) -> None:
+    """Raise unless the closed env holds no lease of ``runtime`` and closing it leaves nothing started."""
+    from agentgym.sandboxes import Pool
+
+    held = [f"{pool!r}: {pool.on_loan} lent" for kind in runtime.kinds() for pool in runtime.held(kind)
+            if isinstance(pool, Pool) and pool.on_loan]
+    await runtime.close()
+    if held:
+        raise EnvCheckError(f"{name}: closed, the env still holds leases: {'; '.join(held)}")
+    for _ in range(20):  # a killed process or a removed container may take a moment to go
+        left = await _live_things() - before
+        if not left:
+            return
+        await asyncio.sleep(0.25)
+    raise EnvCheckError(f"{name}: closing the env and its runtime left {sorted(left)[:5]}")
+
+
+async def _live_things() -> set[str]:
+    """This process's live descendant processes and the engine's agentgym containers, by id."""
+    return _descendants() | await asyncio.to_thread(_containers)
+
+
+def _descendants() -> set[str]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as f:
+                state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if state != "Z":
+            children.setdefault(int(ppid), []).append(int(entry.name))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(f"process {child}")
+            todo.append(child)
+    return found
+
+
+def _containers() -> set[str]:
+    from agentgym.sandboxes import engine, list_sandboxes
+
+    if not engine.available():
+        return set()
+    return {f"container {c.id[:12]}" for c in list_sandboxes() if c.status in ("created", "running", "paused")}

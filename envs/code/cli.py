@@ -42,7 +42,7 @@ async def _check_file(args: argparse.Namespace) -> int:
     from agentgym.envs.code.dryrun import decide
     from agentgym.envs.code.tasks import _task_from_row
     from agentgym.errors import DataError
-    from agentgym.sandboxes.runtime import SandboxRuntime
+    from agentgym.sandboxes import SandboxRuntime
     from agentgym.types import iter_json_lines
 
     rows: list[tuple[int, Any]] = []

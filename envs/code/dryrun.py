@@ -22,8 +22,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from agentgym.errors import DataError
-from agentgym.sandboxes import SandboxProvider
-from agentgym.sandboxes.runtime import SandboxRuntime
+from agentgym.sandboxes import SandboxProvider, SandboxRuntime
 
 from .grading import Report, verify
 

@@ -18,8 +18,8 @@ the sandbox runtime's shared pools (``acquire(..., verifier=ROLE)``, shut down w
 submission's sandbox saw the tests' arguments: it is wiped and goes back to the submissions' pool.
 A grader's sandbox holds the hidden tests, but its session only ever runs the grader's server,
 which forks a child per verification and kills it after (:mod:`~agentgym.envs.code.grader`): it
-goes back to the graders' pool as it is (``SandboxPool.keep``), without a wipe, and is wiped only
-when it failed; one grown old is destroyed. With a provider object (``CodeEnv(sandbox_backend=pool)``)
+goes back to the graders' pool as it is (the pool's recycler is ``Keep``), without a wipe, and is
+destroyed when it failed or has grown old. With a provider object (``CodeEnv(sandbox_backend=pool)``)
 both come from it and are destroyed after use. So a verification costs what it did when one sandbox
 did it all (one wipe, besides the episode's own), plus two round trips to warm sandboxes per
 candidate call, a fraction of a millisecond each.
@@ -42,10 +42,16 @@ from importlib.util import MAGIC_NUMBER
 from typing import Any
 
 from agentgym.errors import DataError, SandboxError
-from agentgym.sandboxes import Limits, PythonResult, Sandbox, SandboxPool, SandboxProvider
-from agentgym.sandboxes.pool import shared_pool
-from agentgym.sandboxes.runtime import SandboxRuntime
-from agentgym.sandboxes.supervised import SupervisedSandbox
+from agentgym.sandboxes import (
+    Limits,
+    PythonResult,
+    Sandbox,
+    SandboxLease,
+    SandboxPool,
+    SandboxProvider,
+    SandboxRuntime,
+    shared_pool,
+)
 
 from .grader import FRAME_RESULTS_BYTES
 from .inprocess_grading import verify_inprocess
@@ -438,8 +444,9 @@ class VerifierSandboxes:
     """The verifier's sandboxes for one backend and image, from the shared pools of their roles, apart
     from any model's.
 
-    Submissions' sandboxes are wiped after each use (``close()``). Graders' go back as they are
-    (:meth:`SandboxPool.keep`, see the module docstring), and through a wipe only when one failed.
+    Submissions' sandboxes are wiped after each use (``close()``). Graders' go back as they are (their
+    pool's recycler is :class:`~agentgym.sandboxes.Keep`, see the module docstring), and are destroyed
+    when one failed.
     """
 
     def __init__(self, backend: str, image: str, runtime: SandboxRuntime | None = None) -> None:
@@ -447,17 +454,15 @@ class VerifierSandboxes:
         self.image = image
         self.runtime = runtime
 
-    async def submission(self) -> SupervisedSandbox:
+    async def submission(self) -> SandboxLease:
         return await (await self._pool(SUBMISSIONS)).acquire()
 
-    async def grader(self) -> SupervisedSandbox:
-        return await (await self._pool(GRADERS)).acquire()
+    async def grader(self) -> SandboxLease:
+        return await (await self._pool(GRADERS, keep=True)).acquire()
 
-    async def keep_grader(self, sandbox: SupervisedSandbox, *, reusable: bool) -> None:
-        if reusable:
-            (await self._pool(GRADERS)).keep(sandbox)
-        else:
-            await sandbox.close()
+    async def keep_grader(self, sandbox: SandboxLease, *, reusable: bool) -> None:
+        await sandbox.release(reusable)
 
-    async def _pool(self, role: str) -> SandboxPool:
-        return await shared_pool(self.backend, image=self.image, limits=LIMITS, verifier=role, runtime=self.runtime)
+    async def _pool(self, role: str, *, keep: bool = False) -> SandboxPool:
+        return await shared_pool(self.backend, image=self.image, limits=LIMITS, verifier=role, runtime=self.runtime,
+                                 keep=keep)

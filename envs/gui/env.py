@@ -35,12 +35,13 @@ from agentgym.envs.gui.rewards import UNJUDGED_REWARD, task_reward
 from agentgym.envs.gui.tasks import miniwob_task, task_names
 from agentgym.errors import EnvError, SandboxError, ToolError
 from agentgym.rewards.verifier import ScoreFn, Verifier
+from agentgym.sandboxes import SandboxSpec
 from agentgym.tools import tool
 from agentgym.types import ImagePart, Message, StepResult, Task, TextPart
 
 if TYPE_CHECKING:
     from agentgym.policies.base import Policy
-    from agentgym.sandboxes.browser import BrowserPool, BrowserSandbox
+    from agentgym.sandboxes.browser import BrowserSandbox
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,9 @@ class GUIEnv(Env):
     max_turn_seconds = 15.0
     """Seconds of page work one message may start: with one call's own limit, well inside a 60 s turn timeout."""
     verifier: ClassVar[Verifier | ScoreFn | None] = task_reward
+    sandbox_spec: ClassVar[SandboxSpec | None] = SandboxSpec(kind="browser", frames="on_demand", held="env")
+    """A browser of ``sandbox_backend``, kept across episodes: each opens its page in a new context, and
+    the next task's page is prepared while this one runs."""
 
     def __init__(
         self,
@@ -129,8 +133,6 @@ class GUIEnv(Env):
         self.names = _resolve_names(names)
         self.observation: Observation = observation
         self.time_limit_ms = time_limit_ms
-        self._browser: BrowserSandbox | None = None
-        self._browsers: BrowserPool | None = None  # the pool that lent it, which takes it back
         self._page: MiniWoBPage | None = None
         self._last_dom = Dom()
         self._refs: set[int] = set()
@@ -183,7 +185,7 @@ class GUIEnv(Env):
         assert self.trajectory is not None
         seed = self.trajectory.seed if self.trajectory.seed is not None else self.rng.randrange(2**31)
         self._broken = None
-        browser = await self._ensure_browser()
+        browser: BrowserSandbox = self.lease.held
         started = time.monotonic()
         repeated = browser.last_key == name
         try:
@@ -257,11 +259,8 @@ class GUIEnv(Env):
         return status if status.get("done") else {**status, "unjudged_reward": self.unjudged_reward}
 
     async def teardown(self) -> None:
-        """Give the browser back: kept warm for the next env if it is alive, else destroyed."""
+        """Forget the page; the browser goes back with the env's lease (kept warm for the next env if alive)."""
         self._page = None
-        if self._browser is not None and self._browsers is not None:
-            browser, self._browser = self._browser, None
-            await self._browsers.release(browser, reusable=browser.connected)
 
     # ----------------------------------------------------------------- tools
     @tool
@@ -424,16 +423,11 @@ class GUIEnv(Env):
         await page.pointer("down", *start)
         await page.pointer("up", *end)
 
-    async def _ensure_browser(self) -> BrowserSandbox:
-        if self._browser is not None and not self._browser.connected:
-            raise BrowserCrashed(f"the browser of this env is gone: {self._browser.lost or 'closed'}")
-        if self._browser is None:
-            from agentgym.sandboxes.browser import browser_pool
-
-            self._browsers = await browser_pool(self.sandbox_backend, frames="on_demand",
-                                                runtime=self.sandbox_runtime())
-            self._browser = await self._browsers.acquire()
-        return self._browser
+    @property
+    def browser(self) -> BrowserSandbox | None:
+        """The env's browser: leased on the first reset and kept across episodes while alive (a dead one
+        is replaced at the next reset), given back on close; None before the first reset or after close."""
+        return self.lease.held if self.has_sandbox else None
 
     async def _crash_or(self, error: Exception) -> Exception:
         """A :class:`BrowserCrashed` when the browser is gone, a :class:`BrowserStalled` when it is there but
@@ -442,14 +436,14 @@ class GUIEnv(Env):
         The call that failed may beat Playwright's news that the browser went away, so a browser
         that still looks connected is asked for a round trip before the error is blamed on the page.
         """
-        answer = "gone" if self._browser is None else await self._browser.ping()
+        answer = "gone" if self.browser is None else await self.browser.ping()
         if answer == "silent":
-            from agentgym.sandboxes.browser.sandbox import PING_TIMEOUT
+            from agentgym.sandboxes.browser import PING_TIMEOUT
 
             return BrowserStalled(f"the browser stopped answering (no round trip within {PING_TIMEOUT:g} s after "
                                   f"{_first_line(error)}): a paused sandbox or a stalled host, not the model's doing")
         if answer == "gone":
-            lost = self._browser.lost if self._browser is not None else None
+            lost = self.browser.lost if self.browser is not None else None
             return BrowserCrashed(f"the browser died mid-episode: {lost or _first_line(error)}")
         return error
 

@@ -25,8 +25,7 @@ from agentgym.envs.gui.tasks import html_root
 from agentgym.errors import SandboxError, SandboxTimeout
 
 if TYPE_CHECKING:
-    from agentgym.sandboxes.browser import BrowserSandbox
-    from agentgym.sandboxes.browser.frames import PageFrames
+    from agentgym.sandboxes.browser import BrowserSandbox, PageFrames
 
 ORIGIN = "http://miniwob.invalid"
 """The made-up origin the pages are served under (``.invalid`` never resolves)."""
@@ -285,7 +284,7 @@ async def serve_miniwob(context: Any) -> None:
     only its own script files, and it opens no window; no page of the context keeps a frame (``NO_FRAMES``).
     """
     from agentgym.envs.gui.csp import NO_FRAMES, content_security_policy
-    from agentgym.sandboxes.browser.serve import abort_all, serve_directory
+    from agentgym.sandboxes.browser import abort_all, serve_directory
 
     await abort_all(context)
     await serve_directory(context, html_root(), ORIGIN, headers=content_security_policy)

@@ -42,6 +42,7 @@ class GUIPredictEnv(GUIEnv):
 
     max_turns = 1
     verifier: ClassVar[Verifier | ScoreFn | None] = UI_R1
+    sandbox_spec = None  # no page runs: a recorded one is shown
 
     def __init__(self, *, path: str | Path | None = None, observation: Observation = "both", **kwargs: Any) -> None:
         kwargs.setdefault("verifier", UI_R1)
@@ -100,9 +101,6 @@ class GUIPredictEnv(GUIEnv):
 
     async def final_state(self) -> dict[str, Any]:
         return {}
-
-    async def teardown(self) -> None:
-        return None
 
     async def _act(self, action: Callable[..., Any]) -> None:
         """A prediction is recorded, not performed."""

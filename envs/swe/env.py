@@ -17,13 +17,14 @@ from typing import Any
 from agentgym.env import Dodge, Env
 from agentgym.errors import EnvError, ToolError
 from agentgym.policies.base import Policy
+from agentgym.sandboxes import SandboxSpec
 from agentgym.tools import tool
-from agentgym.types import Message, Reward, Task
+from agentgym.types import Task
 
 from . import testrun
 from .grading import parser_name
 from .images import image_for
-from .kept import GIT, KeptSandboxes, kept_sandboxes
+from .kept import GIT, LIMITS, MAX_IDLE, GitReset
 from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
 from .verifier import RewardKind, Submitted, SWEVerifier, graded_test_files
@@ -82,7 +83,6 @@ class SWEEnv(Env):
         self.tasks_path = tasks_path
         self.test_timeout = test_timeout
         self.image: str | None = None
-        self._kept: KeptSandboxes | None = None  # where this episode's sandbox came from and goes back to
         self.patch: str | None = None
         self.patch_refused: str | None = None
         """Why the episode's diff could not be taken (larger than the sandbox returns): graded as not applied."""
@@ -106,15 +106,19 @@ class SWEEnv(Env):
         return SWETask.of(self.task)
 
     # ----------------------------------------------------------------- the episode's sandbox
+    async def sandbox_for(self, task: Task) -> SandboxSpec:
+        """A container of the task's image, reset to its base commit and checked between episodes
+        (:class:`~agentgym.envs.swe.kept.GitReset`): kept and reused when every check passes, else destroyed."""
+        swe = SWETask.of(task)
+        self.image = await asyncio.to_thread(image_for, swe)
+        return SandboxSpec(kind="container", image=self.image, limits=LIMITS, recycler=GitReset(swe.base_commit),
+                           max_kept=MAX_IDLE)
+
     async def setup(self, task: Task) -> None:
         swe = SWETask.of(task)
         self.patch = None
         self.patch_refused = None
-        self.image = await asyncio.to_thread(image_for, swe)
         started = time.monotonic()
-        self._kept = kept_sandboxes(self.sandbox_runtime())
-        self.sandbox, reused = await self._kept.take(self.image)
-        self._sandbox_started = time.monotonic()
         head = await self.sandbox.exec(f"{GIT} rev-parse HEAD", cwd=REPO_DIR)
         if head.stdout.strip() != swe.base_commit:
             done = await self.sandbox.exec(
@@ -124,20 +128,8 @@ class SWEEnv(Env):
                 raise EnvError(f"task {swe.instance_id}: the image {self.image} has no commit {swe.base_commit} "
                                f"at {REPO_DIR}: {done.output[-300:]}")
         assert self.trajectory is not None
-        self.trajectory.info.update(sandbox_reused=reused, reset_seconds=round(time.monotonic() - started, 4))
-
-    async def release_sandbox(self) -> None:
-        """Give the sandbox back to the kept set: reset to its base and kept if clean, else destroyed."""
-        if not self.has_sandbox:
-            return
-        sandbox, self.sandbox = self.sandbox, None
-        if self.trajectory is not None:
-            self.trajectory.sandbox_seconds += time.monotonic() - self._sandbox_started
-        kept = self._kept or kept_sandboxes(self.sandbox_runtime())
-        why = await kept.give_back(self.image or "", sandbox, SWETask.of(self.task).base_commit
-                                   if self.task is not None else "HEAD")
-        if why is not None and self.trajectory is not None:
-            self.trajectory.info["sandbox_discarded"] = why
+        self.trajectory.info.update(sandbox_reused=self.lease.reused,
+                                    reset_seconds=round(time.monotonic() - started, 4))
 
     async def final_state(self) -> Submitted:
         """The patch (``submit``'s, or the repository's diff now if the episode ended without one); the
@@ -150,21 +142,16 @@ class SWEEnv(Env):
                 self.patch, self.patch_refused = "", f"not applied: {e}"
         return Submitted(self.patch or "", self.patch_refused)
 
-    async def review(self, reward: Reward) -> list[Message] | None:
-        """As :meth:`Env.review`; when the model gets another try, it continues from its patch in a
-        sandbox taken anew (scoring gave the last one back)."""
-        more = await super().review(reward)
-        if more and not self.has_sandbox and self.task is not None:
-            patch = self.patch
-            await self.setup(self.task)
-            sandbox = self.sandbox  # setup() took it
-            if patch:
-                await sandbox.write_file("/tmp/agentgym-resume.patch", patch)
-                done = await sandbox.exec(
-                    f"{GIT} apply /tmp/agentgym-resume.patch && rm /tmp/agentgym-resume.patch", cwd=REPO_DIR)
-                if done.exit_code != 0:
-                    raise EnvError(f"could not restore the submitted patch for another try: {done.output[-300:]}")
-        return more
+    async def resume(self, task: Task) -> None:
+        """Another try continues from the submitted patch, applied to the sandbox taken anew."""
+        patch = self.patch
+        await self.setup(task)
+        if patch:
+            await self.sandbox.write_file("/tmp/agentgym-resume.patch", patch)
+            done = await self.sandbox.exec(
+                f"{GIT} apply /tmp/agentgym-resume.patch && rm /tmp/agentgym-resume.patch", cwd=REPO_DIR)
+            if done.exit_code != 0:
+                raise EnvError(f"could not restore the submitted patch for another try: {done.output[-300:]}")
 
     # ----------------------------------------------------------------- tools
     @tool

@@ -36,7 +36,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes.contract import Sandbox
+from agentgym.sandboxes import Sandbox
 
 from . import testrun
 from .canaries import Canaries, beside, hosts, plan

@@ -37,8 +37,7 @@ import threading
 from pathlib import Path
 
 from agentgym.errors import EnvError, SandboxError
-from agentgym.sandboxes import engine
-from agentgym.sandboxes.docker import CODE_USER
+from agentgym.sandboxes import CODE_USER, engine
 
 from .tasks import REPO_DIR, SWETask
 

@@ -3,7 +3,7 @@
 A SWE repository lives at ``/testbed`` in the container's own filesystem (``Limits.writable_root``),
 so the agent's generic wipe, which checks every writable mount file by file, cannot vouch for it and a
 pool would destroy it. Instead, when an episode ends its sandbox is reset here, in about the time of a
-``git reset``, and reused only if every check passes (:meth:`KeptSandboxes.give_back`):
+``git reset``, and reused only if every check passes (:class:`GitReset`, the recycler of their pools):
 
 1. every process of the code's user is killed (``kill -9 -1`` as that user), and none is left;
 2. ``/tmp``, ``/work`` (the code's ``$HOME``) and ``/dev/shm`` are emptied and hold what they held at start;
@@ -40,11 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.errors import EnvError, SandboxError
-from agentgym.sandboxes import Limits, Sandbox, engine
-from agentgym.sandboxes.bootstrap import supervisor_sources
-from agentgym.sandboxes.pool import start
-from agentgym.sandboxes.runtime import SandboxRuntime, current
-from agentgym.sandboxes.supervised import SupervisedSandbox
+from agentgym.sandboxes import Limits, SupervisedSandbox, engine, start, supervisor_sources
 
 from .tasks import REPO_DIR
 
@@ -214,69 +210,22 @@ def _expected(path: str) -> bool:
     return True
 
 
-class KeptSandboxes:
-    """Reset sandboxes of each image, ready for the next episode on that image (one set per sandbox runtime).
+@dataclass(frozen=True)
+class GitReset:
+    """The SWE pools' recycler: a given-back container is reset to ``base_commit`` and checked against what
+    it looked like fresh (:func:`reset_to_base`); one that fails a check is destroyed, with the reason.
 
-    ``take`` hands out a reset one (or starts a fresh container); ``give_back`` resets one after its
-    episode and keeps it if every check passes, else destroys it. A sandbox is only ever shared
-    between episodes of the same image, one at a time.
+    The episode waits for the verdict (not ``background``): its record says whether its container is
+    kept, and why not.
     """
 
-    def __init__(self) -> None:
-        self.idle: dict[str, list[tuple[SupervisedSandbox, Fresh]]] = {}
-        # Those handed out, by id: the set keeps the container and its fresh record, the env holds a
-        # plain Sandbox and gives it back by that id.
-        self.taken: dict[str, tuple[SupervisedSandbox, Fresh]] = {}
-        self.discarded: list[str] = []  # why sandboxes were not reused, most recent last (for tests and logs)
+    base_commit: str
+    background = False
+    reuses = True
 
-    async def take(self, image: str, limits: Limits = LIMITS) -> tuple[SupervisedSandbox, bool]:
-        """A sandbox of ``image`` at its fresh state, and whether it was reused (kept from an earlier episode)."""
-        idle = self.idle.get(image, [])
-        while idle:
-            sandbox, fresh = idle.pop()
-            if sandbox.connected:
-                self.taken[sandbox.id] = (sandbox, fresh)
-                return sandbox, True
-            await sandbox.destroy()
-        sandbox = await start_fresh(image, limits)
-        try:
-            self.taken[sandbox.id] = (sandbox, await snapshot(sandbox))
-        except BaseException:
-            await sandbox.destroy()
-            raise
-        return sandbox, False
+    async def record(self, item: SupervisedSandbox) -> Fresh:
+        return await snapshot(item)
 
-    async def give_back(self, image: str, sandbox: Sandbox, base_commit: str) -> str | None:
-        """Reset ``sandbox`` and keep it for the next episode of ``image``; None if kept, else why it was destroyed."""
-        taken = self.taken.pop(sandbox.id, None)
-        if taken is None:
-            self.discarded.append("not taken from this set")
-            await sandbox.close()
-            return "not taken from this set"
-        container, fresh = taken
-        why = await reset_to_base(container, fresh, base_commit)
-        if why is None and len(self.idle.get(image, [])) >= MAX_IDLE:
-            why = "enough idle sandboxes of this image"
-        if why is not None:
-            self.discarded.append(why)
-            log.info("SWE sandbox %s not reused: %s", container.id[:12], why)
-            await container.destroy()
-            return why
-        self.idle.setdefault(image, []).append((container, fresh))
-        return None
-
-    async def shutdown(self) -> None:
-        """Destroy every sandbox of the set, idle or still taken (an env that gives one back later finds no record)."""
-        idle, self.idle, taken, self.taken = self.idle, {}, self.taken, {}
-        held = [s for pairs in idle.values() for s, _ in pairs] + [s for s, _ in taken.values()]
-        await asyncio.gather(*(s.destroy() for s in held))
-
-
-KEPT = "SWE sandboxes kept for the next episode"  # their kind in a sandbox runtime
-
-
-def kept_sandboxes(runtime: SandboxRuntime | None = None) -> KeptSandboxes:
-    """The runtime's :class:`KeptSandboxes` (default: :func:`~agentgym.sandboxes.runtime.current`), shared
-    by every SWE env of the run and destroyed with the runtime."""
-    return (runtime or current()).hold(KEPT, None, KeptSandboxes)
+    async def recycle(self, item: SupervisedSandbox, record: Fresh) -> str | None:
+        return await reset_to_base(item, record, self.base_commit)
 

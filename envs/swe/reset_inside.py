@@ -25,6 +25,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 GIT_OWN = (".git/index", ".git/ORIG_HEAD", ".git/logs")
@@ -89,17 +90,23 @@ def xattrs(path: str) -> dict[str, str]:
         return {}
 
 
-def metadata(repo: str) -> dict[str, list[Any]]:
-    """Mode (every bit, not only git's executable one), link count and extended attributes of every
-    tracked entry, and a folder's inode: what git does not model, and so what ``git reset`` leaves
-    as the episode made it. (A file's inode is new at every reset: :func:`renew`.)"""
-    out: dict[str, list[Any]] = {}
-    for rel in tracked_entries(repo):
+def _present(repo: str, rels: Iterable[str]) -> Iterator[tuple[str, str, os.stat_result]]:
+    """Each of ``rels`` (paths in ``repo``) that exists, with its full path and ``lstat``."""
+    for rel in rels:
         path = os.path.join(repo, rel)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             continue
+        yield rel, path, st
+
+
+def metadata(repo: str) -> dict[str, list[Any]]:
+    """Mode (every bit, not only git's executable one), link count and extended attributes of every
+    tracked entry, and a folder's inode: what git does not model, and so what ``git reset`` leaves
+    as the episode made it. (A file's inode is new at every reset: :func:`renew`.)"""
+    out: dict[str, list[Any]] = {}
+    for rel, path, st in _present(repo, tracked_entries(repo)):
         folder = stat.S_ISDIR(st.st_mode)
         out[rel] = [st.st_mode, 0 if folder else st.st_nlink, xattrs(path), st.st_ino if folder else 0]
     return out
@@ -112,12 +119,7 @@ def renew(repo: str) -> None:
     the old one of a file the episode replaced by a copy of itself, would tell the next episode which
     files those were. After this every one is new at every reset, whatever the episode did (its
     mode and extended attributes copied, its times put back after)."""
-    for rel in tracked(repo):
-        path = os.path.join(repo, rel)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue
+    for _, path, st in _present(repo, tracked(repo)):
         fresh = os.path.join(os.path.dirname(path), f".agentgym-renew-{os.getpid()}")
         try:
             if stat.S_ISLNK(st.st_mode):

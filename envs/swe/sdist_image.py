@@ -41,8 +41,7 @@ from typing import TYPE_CHECKING
 
 from agentgym.envs.swe.testrun import DEFAULT_TEST_CMD
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import builder, engine
-from agentgym.sandboxes.docker import CODE_USER
+from agentgym.sandboxes import CODE_USER, builder, engine
 
 if TYPE_CHECKING:
     import docker

@@ -22,7 +22,7 @@ import json
 import shlex
 from collections.abc import Sequence
 
-from agentgym.sandboxes.contract import Sandbox
+from agentgym.sandboxes import Sandbox
 
 from . import guard, shadow, testrun
 from .testrun import PASSED, XFAIL

@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agentgym.sandboxes.contract import Sandbox
+from agentgym.sandboxes import Sandbox
 
 PROBE = (
     "import json, pkgutil, sys; "

@@ -41,8 +41,7 @@ from agentgym.envs.swe import mutate, protect
 from agentgym.envs.swe.sdist_image import TESTBED, SdistImage, build_sdist_image, describe, root_commit_script
 from agentgym.envs.swe.testrun import ERROR, FAILED, PASSED, XFAIL, SuiteResult, run_tests
 from agentgym.errors import AgentgymError, SandboxError
-from agentgym.sandboxes.contract import Limits, Sandbox
-from agentgym.sandboxes.pool import start
+from agentgym.sandboxes import Limits, Sandbox, start
 
 log = logging.getLogger(__name__)
 

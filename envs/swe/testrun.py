@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agentgym.sandboxes.contract import Sandbox
+from agentgym.sandboxes import Sandbox
 
 DEFAULT_TEST_CMD = "python3 -m pytest -rA -p no:cacheprovider --tb=short"
 """SWE-bench's pytest invocation (``-rA``: a summary line per test, which the parser reads), with no

@@ -44,7 +44,7 @@ from typing import Literal
 
 from agentgym.errors import SandboxError
 from agentgym.rewards import Episode
-from agentgym.sandboxes.supervised import SupervisedSandbox
+from agentgym.sandboxes import SupervisedSandbox
 from agentgym.types import Reward
 
 from . import guard, protect, shadow, testrun

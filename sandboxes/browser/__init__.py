@@ -20,6 +20,7 @@ else ``/usr/bin/chromium``) with NO network isolation, for machines without Dock
 See ``docs/browser-sandbox.md``.
 """
 
+from agentgym.sandboxes.browser.frames import PageFrames
 from agentgym.sandboxes.browser.launch import BrowserLimits
 from agentgym.sandboxes.browser.pool import (
     BrowserPool,
@@ -28,13 +29,16 @@ from agentgym.sandboxes.browser.pool import (
     release_browser,
     warm_up_browsers,
 )
-from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
-from agentgym.sandboxes.browser.serve import serve_directory
+from agentgym.sandboxes.browser.sandbox import PING_TIMEOUT, BrowserSandbox, create_browser
+from agentgym.sandboxes.browser.serve import abort_all, serve_directory
 
 __all__ = [
+    "PING_TIMEOUT",
     "BrowserLimits",
     "BrowserPool",
     "BrowserSandbox",
+    "PageFrames",
+    "abort_all",
     "acquire_browser",
     "browser_pool",
     "create_browser",

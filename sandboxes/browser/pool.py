@@ -1,10 +1,9 @@
 """Warm pools of browser sandboxes: Chromium's start (most of a second) is paid in the background.
 
 :func:`acquire_browser` pops a ready browser; :func:`release_browser` closes its contexts and puts it
-back for the next episode (or closes it). A pool keeps ``size`` spares ready, and each caller who
-finds none ready makes it keep one more (up to ``max_size``). Starting spares in the background,
-pausing after a failed start and handing out only live, young browsers are
-:class:`~agentgym.sandboxes.warm.WarmPool`'s, as for the python sandbox pools.
+back for the next episode (or closes it). A :class:`BrowserPool` is the one pool type of
+:mod:`~agentgym.sandboxes.lending` with a browser start and a recycler that clears the browser's
+contexts; sizing, pausing after a failed start and lending only live, young browsers are that pool's.
 Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime` (the one opened around
 the run, else the event loop's default), one per backend, limits and way of drawing, shared by every
 env of the run. Their browsers run on that runtime's Playwright driver
@@ -14,103 +13,97 @@ closes what is left of its browsers (those still lent) and stops.
 
 from __future__ import annotations
 
-import logging
-import weakref
+import functools
 from typing import Final
 
-from agentgym.errors import SandboxError
 from agentgym.sandboxes.browser.frames import Frames
 from agentgym.sandboxes.browser.launch import BrowserLimits
 from agentgym.sandboxes.browser.sandbox import BrowserSandbox, create_browser
+from agentgym.sandboxes.lending import Lease, Pool
 from agentgym.sandboxes.pool import resolve_backend
 from agentgym.sandboxes.runtime import SandboxRuntime, current
-from agentgym.sandboxes.warm import WarmPool
-
-log = logging.getLogger(__name__)
 
 MAX_SHARED_BROWSERS = 32
 
 
-class BrowserPool(WarmPool[BrowserSandbox]):
+class ClearBrowser:
+    """Close a given-back browser's contexts (pages, storage, cookies go with them): fresh for the next episode."""
+
+    background = False
+    reuses = True
+
+    async def record(self, item: BrowserSandbox) -> None:
+        return None
+
+    async def recycle(self, item: BrowserSandbox, record: object) -> str | None:
+        await item.clear()
+        return None
+
+
+class BrowserPool(Pool[BrowserSandbox]):
     """Keeps browser sandboxes of one kind ready and takes them back after use.
 
     Args:
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
         limits: Limits of every browser of the pool.
-        size: Spares to keep ready beyond those lent; grows by one each time a caller finds none.
-        max_size: The most ``size`` may grow to, and the most browsers the pool keeps ready (a
-            browser given back beyond it replaces the oldest spare).
+        size: Browsers to keep, lent ones included; grows by one each time a caller finds none.
+        max_size: The most ``size`` may grow to, and the most browsers the pool keeps.
         frames: How its browsers draw: ``"free"`` or ``"on_demand"`` (see :func:`create_browser`).
         runtime: Whose Playwright driver its browsers run on (default: the runtime
             :func:`~agentgym.sandboxes.runtime.current` when each starts); closing that runtime closes
             them. The pool itself is its owner's to shut down, unless a runtime holds it (:func:`browser_pool`).
     """
 
-    limits: BrowserLimits
-
     def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
                  *, max_size: int | None = None, frames: Frames = "free",
                  runtime: SandboxRuntime | None = None) -> None:
-        super().__init__(size, max_size, limits or BrowserLimits())
         self.backend = backend
+        self.limits = limits or BrowserLimits()
         self.frames: Frames = frames
-        self.runtime = runtime
-        self._lent: weakref.WeakSet[BrowserSandbox] = weakref.WeakSet()  # what release() takes back
+        start = functools.partial(self._start_browser, runtime)
+        super().__init__(start, ClearBrowser(), size=size, max_size=max_size, wall_seconds=self.limits.wall_seconds,
+                         kind="browser sandbox", reused_first=True)
+        self._leases: dict[int, Lease[BrowserSandbox]] = {}  # by id(browser): what release() gives back
 
     def __repr__(self) -> str:
         return f"<BrowserPool {self.backend} ready={self.ready} size={self.size}>"
 
-    async def acquire(self) -> BrowserSandbox:
+    async def acquire(self) -> BrowserSandbox:  # type: ignore[override]  # callers hold the browser itself
         """A ready browser with no context open; give it back with :meth:`release`.
 
         Raises:
             SandboxError: The pool is shut down, or no browser could be started (with the reason).
         """
-        if self._closed:
-            raise SandboxError("the browser pool is shut down")
-        while self._ready:
-            sandbox = self._ready.popleft()
-            if self._fit(sandbox):
-                self._refill()
-                self._lent.add(sandbox)
-                return sandbox
-            self._spawn(sandbox.close())
-        self.size = min(self.size + 1, self.max_size)  # a caller found none ready: keep one more
-        sandbox = await self._start_spare()
-        self._refill()
-        self._lent.add(sandbox)
-        return sandbox
+        lease = await self.lend()
+        self._leases[id(lease.held)] = lease
+        return lease.held
+
+    async def lend(self) -> Lease[BrowserSandbox]:
+        """A lease on a ready browser (what an env holds): ``release()`` gives it back as :meth:`release` does.
+
+        Raises:
+            SandboxError: The pool is shut down, or no browser could be started (with the reason).
+        """
+        return await super().acquire()
 
     def lent(self, sandbox: BrowserSandbox) -> bool:
         """Whether ``sandbox`` is one this pool lent and has not taken back."""
-        return sandbox in self._lent
+        return id(sandbox) in self._leases
 
     async def release(self, sandbox: BrowserSandbox, reusable: bool = True) -> None:
         """Take ``sandbox`` back: its contexts closed, ready for the next caller; or close it.
 
         A browser that died, is past half its wall time, or is not ``reusable`` (e.g. a page
-        misbehaved) is closed, and the pool starts a replacement.
+        misbehaved) is closed, and the pool starts a replacement. One this pool did not lend is closed.
         """
-        self._lent.discard(sandbox)
-        if reusable and not self._closed and self._fit(sandbox):
-            try:
-                await sandbox.clear()
-            except Exception as e:
-                log.info("browser sandbox %s could not be cleared, closing it: %s", sandbox.id, e)
-            else:
-                if self._fit(sandbox):
-                    self._ready.appendleft(sandbox)  # handed out next: a used browser is a warm one
-                    while len(self._ready) > self.max_size:
-                        self._spawn(self._ready.pop().close())
-                    return
-        await sandbox.close()
-        self._refill()
+        lease = self._leases.pop(id(sandbox), None)
+        if lease is None:
+            await sandbox.close()
+        else:
+            await lease.release(reusable)
 
-    def _kind(self) -> str:
-        return "browser sandbox"
-
-    async def _start_spare(self) -> BrowserSandbox:
-        return await create_browser(self.backend, self.limits, frames=self.frames, runtime=self.runtime)
+    async def _start_browser(self, runtime: SandboxRuntime | None, *, spare: bool = False) -> BrowserSandbox:
+        return await create_browser(self.backend, self.limits, frames=self.frames, runtime=runtime)
 
 
 SHARED: Final = "shared browser pools"  # their kind in a runtime, keyed by backend, limits and frames

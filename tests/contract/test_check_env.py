@@ -228,3 +228,30 @@ async def test_no_dodge_fails_on_dodgeable_envs_and_passes_once_they_grade() -> 
         await check_env(Hangs, episode_timeout=2)
     with pytest.raises(EnvCheckError, match=r"dodge 'read with hostile strings'.*ValueError: embedded null byte"):
         await check_env(Files)
+
+
+async def test_an_env_that_refuses_runtime_or_leaves_a_process_is_caught() -> None:
+    """The runtime check: every env takes ``runtime=``, and closing it (and the runtime) leaves nothing running."""
+
+    class NoRuntime(Guess):
+        def __init__(self) -> None:  # drops Env's keyword arguments
+            super().__init__()
+
+    with pytest.raises(EnvCheckError, match="does not accept runtime="):
+        await check_env(NoRuntime)
+
+    started: list[asyncio.subprocess.Process] = []
+
+    class LeavesAProcess(Guess):
+        async def setup(self, task: Task) -> None:
+            started.append(await asyncio.create_subprocess_exec("sleep", "60"))
+
+    try:
+        with pytest.raises(EnvCheckError, match=r"LeavesAProcess: closing the env and its runtime left \['process "):
+            await check_env(LeavesAProcess, dodges=False)
+    finally:
+        for process in started:
+            process.kill()
+            await process.wait()
+    with pytest.raises(EnvCheckError, match="passes a runtime of its own"):
+        await check_env(Guess, runtime=object())

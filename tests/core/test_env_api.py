@@ -231,7 +231,7 @@ def test_the_sandbox_is_typed_and_its_absence_says_why() -> None:
     class NeedsOne(Chat):
         sandbox_image = "python"
 
-    for env, why in ((Chat(), "Chat sets no sandbox_image"), (NeedsOne(), "NeedsOne holds no sandbox now")):
+    for env, why in ((Chat(), "Chat declares no sandbox"), (NeedsOne(), "NeedsOne holds no sandbox now")):
         assert not env.has_sandbox
         with pytest.raises(EnvError, match=why):
             env.sandbox  # noqa: B018  # the property's error is what is tested

@@ -82,17 +82,17 @@ async def test_repeated_resets_start_in_a_prepared_page_with_nothing_of_the_last
             async def broken(context):
                 raise RuntimeError("the page would not load")
 
-            env._browser.prepare("click-button", broken, viewport=VIEWPORT)  # preparing fails: loaded as usual
+            env.browser.prepare("click-button", broken, viewport=VIEWPORT)  # preparing fails: loaded as usual
             assert (await env.reset(task, seed=5))[1].text == instructions[0]
             assert not env.trajectory.info["page_prepared"]
 
-            spare, _ = await env._browser._spare.task  # prepared, then its page goes away before the reset
+            spare, _ = await env.browser._spare.task  # prepared, then its page goes away before the reset
             await spare.pages[0].close()
             assert (await env.reset(task, seed=5))[1].text == instructions[0]
             assert not env.trajectory.info["page_prepared"]
             assert (await env.reset(task, seed=5))[1].text == instructions[0]
             assert env.trajectory.info["page_prepared"]
-            browser = env._browser
+            browser = env.browser
         assert browser._spare is not None  # given back to the pool with the next episode's context
     assert not [t for t in asyncio.all_tasks() if "_make_spare" in repr(t.get_coro())]
     assert not browser.connected
@@ -102,13 +102,13 @@ async def test_after_a_wasted_preparation_a_browser_prepares_again_only_on_a_rep
     async with GUIEnv(names="click-button,enter-text", observation="dom", sandbox_backend=gui_backend) as env:
         button, text = env.tasks()
         await env.reset(button, seed=1)
-        assert env._browser._spare.key == "click-button"
+        assert env.browser._spare.key == "click-button"
         await env.reset(text, seed=1)  # another task: the prepared page goes to waste
-        assert env._browser.missed and env._browser._spare is None
+        assert env.browser.missed and env.browser._spare is None
         await env.reset(button, seed=1)
-        assert not env.trajectory.info["page_prepared"] and env._browser._spare is None
+        assert not env.trajectory.info["page_prepared"] and env.browser._spare is None
         await env.reset(button, seed=2)  # twice in a row: preparing again
-        assert env._browser._spare.key == "click-button"
+        assert env.browser._spare.key == "click-button"
         await env.reset(button, seed=3)
         assert env.trajectory.info["page_prepared"]
 
@@ -211,7 +211,7 @@ class KillsTheBrowser:
     async def act(self, messages, tools, *, task):
         from agentgym.policies.base import Reply
 
-        await self.envs[-1]._browser.kill_browser()
+        await self.envs[-1].browser.kill_browser()
         return Reply(message=call("click", x=80, y=100))
 
 
@@ -226,9 +226,9 @@ async def test_a_browser_that_dies_mid_episode_ends_it_with_a_reason_and_leaves_
 
     async def remember_browser():
         nonlocal browser
-        while not envs or envs[-1]._browser is None:
+        while not envs or envs[-1].browser is None:
             await asyncio.sleep(0.01)
-        browser = envs[-1]._browser
+        browser = envs[-1].browser
 
     watcher = asyncio.ensure_future(remember_browser())
     task = GUIEnv(names="click-button").tasks()[0]

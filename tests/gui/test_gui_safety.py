@@ -62,20 +62,22 @@ async def fuzz(env: GUIEnv, task: Task) -> object:
 
 @contextlib.asynccontextmanager
 async def watched(env: GUIEnv):
-    """The env's browser watches every new page for policy violations, until the block ends."""
-    browser = (await env._ensure_browser()).browser
-    original = browser.new_context
+    """Every browser context opened in this process watches its pages for policy violations, until the block
+    ends: the env's browser among them, whenever its lease is taken and whichever page it prepares."""
+    from playwright.async_api import Browser
 
-    async def new_context(**kwargs):
-        context = await original(**kwargs)
+    original = Browser.new_context
+
+    async def new_context(self, **kwargs):
+        context = await original(self, **kwargs)
         await context.add_init_script(WATCH_VIOLATIONS)
         return context
 
-    browser.new_context = new_context
+    Browser.new_context = new_context
     try:
         yield
     finally:
-        del browser.new_context
+        Browser.new_context = original
 
 
 async def play_and_fuzz(tasks: list[Task], backend: str, found: dict[str, dict]) -> None:

@@ -122,7 +122,7 @@ class StopsTheBrowserThenClicks:
     async def act(self, messages, tools, *, task):
         from agentgym.policies.base import Reply
 
-        self.stack.enter_context(stopped(self.env._browser))
+        self.stack.enter_context(stopped(self.env.browser))
         return Reply(message=calls(("click", {"x": 80, "y": 100})))
 
 

@@ -1,7 +1,7 @@
 """A fake sandbox backend for pool tests: the test decides, with futures, when a start or a wipe ends.
 
 It fakes only what :class:`~agentgym.sandboxes.pool.SandboxPool` calls on a sandbox: ``connected``,
-``started``, ``return_to``, ``close()``, ``destroy()`` and ``recycle()``.
+``started``, ``close()``, ``destroy()`` and ``wipe()``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from agentgym.sandboxes import backends
@@ -22,24 +22,20 @@ class FakeSandbox:
         self.id = f"fake-{next(_ids)}"
         self.connected = True
         self.started = time.monotonic()
-        self.return_to: Callable[[Any, bool], None] | None = None
+        self.limits = None
         self.destroyed = False
-        self.wipes: list[asyncio.Future[bool]] = []  # one per recycle(): True wipes it clean, False fails
+        self.wipes: list[asyncio.Future[bool]] = []  # one per wipe(): True wipes it clean, False fails
 
     async def close(self) -> None:
-        back, self.return_to = self.return_to, None
-        if back is not None:
-            back(self, True)
-        else:
-            await self.destroy()
+        await self.destroy()
 
     async def destroy(self) -> None:
         self.destroyed, self.connected = True, False
 
-    async def recycle(self) -> FakeSandbox | None:
+    async def wipe(self) -> str | None:
         wipe = asyncio.get_running_loop().create_future()
         self.wipes.append(wipe)
-        return self if await wipe else None
+        return None if await wipe else "the fake wipe failed"
 
 
 class FakeBackend:

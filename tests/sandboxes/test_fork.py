@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import commit, engine, fork, reaper
+from agentgym.sandboxes import Lease, commit, engine, fork, reaper
 from agentgym.sandboxes.local import create as create_local
 from agentgym.sandboxes.pool import SandboxPool, start
 from agentgym.sandboxes.supervised import SupervisedSandbox
@@ -96,19 +96,18 @@ async def test_forks_belong_to_no_pool_and_a_wipe_removes_what_they_were_given(b
         parent = await pool.acquire()
         await parent.write_file("secret.txt", "the parent's")
         forks = await parent.fork(2)
-        assert all(isinstance(f, SupervisedSandbox) and f.return_to is None for f in forks)
+        assert all(isinstance(f, SupervisedSandbox) and not isinstance(f, Lease) for f in forks)
         lent = pool.counts().lent
         await forks[0].close()  # destroyed, not handed to the parent's pool
         assert pool.counts().lent == lent and not await forks[0].is_alive()
         # Were a fork ever wiped for reuse, the files it was given go like any its code wrote.
         assert forks[1].recyclable == parent.recyclable
         if forks[1].recyclable:
-            wiped = await forks[1].recycle()
-            assert wiped is not None
+            assert await forks[1].wipe() is None
             try:
-                assert (await wiped.exec("ls -A")).stdout == ""
+                assert (await forks[1].exec("ls -A")).stdout == ""
             finally:
-                await wiped.destroy()
+                await forks[1].destroy()
         else:
             await forks[1].close()
         assert (await parent.read_file("secret.txt")) == b"the parent's"

@@ -110,3 +110,50 @@ def test_nothing_outside_the_sandboxes_uses_their_private_names() -> None:
                     and isinstance(node.value, ast.Name) and node.value.id in aliases):
                 offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr}")
     assert not offences, "private names of agentgym.sandboxes used outside it:\n" + "\n".join(offences)
+
+
+def test_no_handle_is_cloned_redirected_or_detached() -> None:
+    """One way to lend and take back (the pool's leases): no module of the package clones a sandbox
+    object (``copy.copy``), gives one a callback to its pool (``return_to``) or detaches its finalizer."""
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            text = ast.unparse(node) if isinstance(node, ast.Call | ast.Attribute) else ""
+            if isinstance(node, ast.Attribute) and node.attr == "return_to":
+                found.append(f"{name}: {text}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    (node.func.attr in ("copy", "deepcopy") and ast.unparse(node.func.value) == "copy")
+                    or (node.func.attr == "detach" and "finalize" in ast.unparse(node.func.value))):
+                found.append(f"{name}: {text}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "copy":
+                found.append(f"{name}: from copy import ...")
+    assert found == []
+
+
+FRONT_DOORS = ("agentgym.sandboxes", "agentgym.sandboxes.browser")
+IMAGE_TOOLS = {"builder", "engine"}
+"""Modules of the package an env family that builds images may use by name: the image builder and the engine client."""
+
+
+def test_envs_import_only_the_sandboxes_front_doors() -> None:
+    """Env families use what ``agentgym.sandboxes`` (and its browser package) export, never a module below,
+    so that how sandboxes are lent, cleaned and shut down can change without touching an env."""
+    import importlib
+
+    exported = {door: set(importlib.import_module(door).__all__) for door in FRONT_DOORS}
+    offences, seen = [], 0
+    for path in sorted((ROOT / "envs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                offences += [f"{where}: import {a.name}" for a in node.names if a.name.startswith(PACKAGE)]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE):
+                seen += 1
+                module = node.module or ""
+                if module not in exported:
+                    offences.append(f"{where}: from {module} import ...")
+                    continue
+                offences += [f"{where}: {a.name} is not in {module}.__all__" for a in node.names
+                             if a.name not in exported[module] | (IMAGE_TOOLS if module == PACKAGE else set())]
+    assert seen > 20  # the walk saw the env families' imports
+    assert not offences, "envs/ reaches below the sandboxes' front door:\n" + "\n".join(offences)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from agentgym.errors import SandboxError
-from agentgym.sandboxes import SandboxPool, acquire, shutdown_pools, warm_up
+from agentgym.sandboxes import Keep, SandboxPool, acquire, shutdown_pools, warm_up
 from agentgym.sandboxes.engine import available
 from agentgym.sandboxes.pool import resolve_backend, shared_pool
 from tests.conftest import docker_or_skip
@@ -90,20 +90,20 @@ async def test_dead_spares_are_not_handed_out() -> None:
 
 
 async def test_keep_takes_a_sandbox_back_as_it_is() -> None:
-    """``keep`` skips the wipe (for callers that all run the same trusted code); a stranger is destroyed."""
-    pool = SandboxPool("local", "python", SMALL, size=1, max_size=1)
-    other = SandboxPool("local", "python", SMALL, size=1, max_size=1)
+    """The ``Keep`` recycler skips the wipe (for callers that all run the same trusted code); the lease given
+    back reaches nothing, and one given back as not reusable is destroyed."""
+    pool = SandboxPool("local", "python", SMALL, size=1, max_size=1, recycler=Keep())
     try:
         box = await pool.acquire()
         await box.run_python("left = 'by the last caller'")
-        pool.keep(box)
+        await box.close()
         again = await pool.acquire()
-        assert again is box and (await again.run_python("print(left)")).output == "by the last caller\n"
-        other.keep(again)  # not lent by ``other``: destroyed, and no longer counted as lent by ``pool``
-        await asyncio.sleep(0)
-        while other._tasks:
-            await asyncio.gather(*other._tasks)
-        assert not await again.is_alive()
+        assert again is not box and again.held is box._item
+        assert (await again.run_python("print(left)")).output == "by the last caller\n"
+        with pytest.raises(SandboxError, match="given back"):
+            await box.run_python("print(left)")
+        kept = again.held
+        await again.destroy()
+        assert not await kept.is_alive() and pool.counts().lent == 0
     finally:
         await pool.shutdown()
-        await other.shutdown()

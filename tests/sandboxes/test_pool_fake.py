@@ -30,7 +30,7 @@ async def test_a_closed_sandbox_is_wiped_and_handed_out_again() -> None:
     try:
         first = await _filled(pool, fake)
         box = await pool.acquire()
-        assert box is first and pool.counts().lent == 1
+        assert box.held is first and pool.counts().lent == 1
         await box.close()
         await _settle()
         assert pool.counts().wiping == 1 and len(first.wipes) == 1
@@ -39,7 +39,7 @@ async def test_a_closed_sandbox_is_wiped_and_handed_out_again() -> None:
         counts = pool.counts()
         assert counts.wiping == 0 and counts.lent == 0 and not first.destroyed
         assert counts.ready == 1 and counts.population == 1  # size 1: the wiped one is all it keeps
-        assert await pool.acquire() is first
+        assert (await pool.acquire()).held is first
     finally:
         fake.finish_starts()
         await pool.shutdown()

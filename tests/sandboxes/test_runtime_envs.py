@@ -55,7 +55,7 @@ def swe_task(env: Env, prepared: dict[str, Any]) -> Task:
 
 MCP_TASK = Task(id="sum", prompt="What is 2 + 3?", data={"answer": "5"})
 POOLS, BROWSERS, DRIVER, KEPT = ("shared sandbox pools", "shared browser pools", "Playwright driver",
-                                 "SWE sandboxes kept for the next episode")
+                                 "container pools")
 CASES = {
     "code": Case({"sandbox_backend": "docker"}, first_task, ("python", {"code": "print(6 * 7)"}), [POOLS],
                  final=("submit", {"code": "def has_close_elements(numbers, threshold):\n    return False\n"}),

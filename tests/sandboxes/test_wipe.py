@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.sandboxes import local
+from agentgym.sandboxes import Lease, local
 from agentgym.sandboxes.pool import SandboxPool, start
 from agentgym.sandboxes.supervised import SupervisedSandbox
 from tests.conftest import docker_or_skip
@@ -214,6 +214,7 @@ def _plant_root_file(box: SupervisedSandbox, path: str) -> None:
 
 def _process_in(box: SupervisedSandbox) -> int:
     """The host pid of a process inside ``box`` (its container's init, or the local jail's deepest process)."""
+    box = box.held if isinstance(box, Lease) else box  # a pool's lease: the sandbox it lends
     if isinstance(box, local.LocalSandbox):
         pid = box.proc.pid
         while True:

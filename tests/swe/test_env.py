@@ -12,7 +12,6 @@ import pytest
 
 from agentgym.envs.swe.env import SWEEnv
 from agentgym.envs.swe.images import image_for
-from agentgym.envs.swe.kept import kept_sandboxes
 from agentgym.envs.swe.policies import EmptyPatch, GoldPatch
 from agentgym.envs.swe.tasks import SWETask
 from agentgym.envs.swe.verifier import evaluate_patch
@@ -20,7 +19,7 @@ from agentgym.errors import EnvError, SandboxError
 from agentgym.parsing import native_tool_call
 from agentgym.policies.base import Reply
 from agentgym.rollout import rollout
-from agentgym.sandboxes import Limits, engine
+from agentgym.sandboxes import Limits, discarded, engine, shutdown_containers
 from agentgym.types import Message
 
 from . import repo
@@ -67,7 +66,7 @@ def test_reference_resolves_baseline_and_a_wrong_patch_do_not(task) -> None:
         try:
             return [await play(p, task) for p in (GoldPatch(), EmptyPatch(), Script(applies(repo.WRONG)))]
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     gold, empty, wrong = asyncio.run(main())
     assert gold.outcome == "terminated" and gold.reward == 1.0
@@ -121,7 +120,7 @@ def test_failures_end_as_recorded_outcomes_with_reasons(task) -> None:
             return (await play(cheat, task), await play(Script(applies(repo.BAD)), task),
                     await play(Script(applies(repo.HANGS)), task, test_timeout=3))
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     cheated, bad, hung = asyncio.run(main())
     # The edited tests passed in the model's own sandbox, yet the grade runs the task's tests.
@@ -167,7 +166,7 @@ def test_tools(task) -> None:
             out["tests"] = await env.run_tests(["tests/test_calc.py::test_add"])
             out["submit"] = await env.submit()
             out["patch"] = env.patch
-        await kept_sandboxes().shutdown()
+        await shutdown_containers()
         return out
 
     out = asyncio.run(main())
@@ -208,20 +207,20 @@ def test_reuse_resets_to_base_and_discards_what_it_cannot_vouch_for(task) -> Non
                               ("bash", {"command": "echo '* filter=x' > .gitattributes; echo x >> calc/__init__.py"})),
                        task)
             sixth = await play(Script(("bash", {"command": "ls; ls -a $HOME"})), task)
-            return first, second, third, fourth, fifth, sixth, list(kept_sandboxes().discarded)
+            return first, second, third, fourth, fifth, sixth, discarded()
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
-    first, second, third, fourth, fifth, sixth, discarded = asyncio.run(main())
+    first, second, third, fourth, fifth, sixth, dropped = asyncio.run(main())
     assert second.info["sandbox_reused"] is True and "sandbox_discarded" not in first.info
     seen = second.turns[0].observation[0].text
     assert "leak.py" not in seen and ".pytest_cache_x" not in seen
     assert third.info["sandbox_discarded"].startswith("docker diff shows changes outside the work tree")
     assert "/var/tmp/planted" in third.info["sandbox_discarded"]
     assert fourth.info["sandbox_reused"] is False and "/testbed/.git/config" in fourth.info["sandbox_discarded"]
-    assert fifth.info["sandbox_reused"] is False and len(discarded) == 2
+    assert fifth.info["sandbox_reused"] is False and len(dropped) == 2
     # the git filter the model set up in its $HOME did not run in the reset (the sandbox was kept)
-    assert sixth.info["sandbox_reused"] is True and len(discarded) == 2
+    assert sixth.info["sandbox_reused"] is True and len(dropped) == 2
     listing = sixth.turns[0].observation[0].text
     assert ".gitconfig" not in listing and "gitattributes" not in listing
     assert not containers_of(task)
@@ -266,17 +265,17 @@ def test_reuse_carries_nothing_to_the_next_episode(src_base_commit) -> None:  # 
                     out[name] = (planted, discarded, env.trajectory.info["sandbox_reused"], seen)
                     await env.release_sandbox()
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
         return out
 
     out = asyncio.run(main())
-    for name, (planted, discarded, reused, seen) in out.items():
+    for name, (planted, why_not, reused, seen) in out.items():
         assert planted.startswith("exit code 0"), (name, planted)
         assert not [t for t in TRACES if t in seen], (name, seen)
         if name == "ignored folder from the start":  # cannot be put back: the container is not reused
-            assert discarded.startswith("an ignored path that was there at start changed") and not reused
+            assert why_not.startswith("an ignored path that was there at start changed") and not reused
         else:  # put back: the container is reused
-            assert discarded is None and reused, (name, discarded)
+            assert why_not is None and reused, (name, why_not)
     assert "-1" not in out["SysV IPC"][0].split("\n", 1)[1]  # the three objects were made
     assert not containers_of(task)
 
@@ -316,7 +315,7 @@ def test_reuse_gives_every_tracked_file_a_new_inode(layout: str, request: pytest
                 await env.release_sandbox()
                 return before, replaced, kept, after, reused, env.trajectory.info.get("sandbox_discarded")
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     before, replaced, kept, after, reused, dropped = asyncio.run(main())
     before, replaced, after = _inodes(before), _inodes(replaced), _inodes(after)
@@ -376,7 +375,7 @@ def test_another_try_continues_from_the_submitted_patch(task) -> None:
             async with SWEEnv(feedback=TryAgain(tries=2)) as env:
                 return await rollout(env, ThenGold(), task)
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     trajectory = asyncio.run(main())
     assert trajectory.attempts == [0.0, 1.0]
@@ -392,7 +391,7 @@ def test_check_env(task) -> None:
         try:
             return await check_env("swe", tasks=[task])
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     report = asyncio.run(main())
     assert report.env == "agentgym/swe-v0" and report.reference_return == 1.0 and report.baseline_return == 0.0
@@ -437,7 +436,7 @@ def test_a_diff_over_the_size_limit_at_the_end_is_graded_not_applied(task) -> No
         try:
             return await play(big, task, max_turns=1)
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     trajectory = asyncio.run(main())
     assert trajectory.outcome == "truncated" and trajectory.failure is None, trajectory.failure

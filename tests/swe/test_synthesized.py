@@ -15,12 +15,11 @@ import pytest
 from agentgym.envs.swe.env import SWEEnv
 from agentgym.envs.swe.grading import swebench_spec
 from agentgym.envs.swe.images import image_for
-from agentgym.envs.swe.kept import kept_sandboxes
 from agentgym.envs.swe.policies import EmptyPatch, GoldPatch
 from agentgym.envs.swe.tasks import SWETask, load_tasks
 from agentgym.envs.swe.verifier import evaluate_patch
 from agentgym.rollout import rollout
-from agentgym.sandboxes import engine
+from agentgym.sandboxes import engine, shutdown_containers
 from tests.conftest import docker_or_skip
 
 pytestmark = pytest.mark.docker
@@ -74,7 +73,7 @@ def test_reference_and_baseline_through_the_env(path: Path) -> None:
             async with SWEEnv() as env:
                 return [await rollout(env, policy, task) for policy in (GoldPatch(), EmptyPatch())]
         finally:
-            await kept_sandboxes().shutdown()
+            await shutdown_containers()
 
     gold, empty = asyncio.run(main())
     assert (gold.reward, empty.reward) == (1.0, 0.0), (gold.info, gold.failure)

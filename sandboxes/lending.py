@@ -1,0 +1,446 @@
+"""One pool for every kind of sandbox: started by a function, made ready again by a recycler, lent as leases.
+
+A :class:`Pool` keeps items of one kind (Python sandboxes, browsers, SWE containers) ready and lends
+each as a :class:`Lease`: the one object the borrower holds. Giving it back (``lease.release()``)
+ends the loan for good: the lease answers nothing afterwards, so whoever kept it cannot reach the next
+borrower's work, and the item itself never leaves the pool. What happens to a given-back item is its
+pool's :class:`Recycler`'s: wipe it (:class:`~agentgym.sandboxes.pool.Wipe`), take it back as it is
+(:class:`~agentgym.sandboxes.pool.Keep`), destroy it (:class:`Destroy`), clear a browser's contexts,
+reset a SWE repository and check it. An item the recycler refuses is destroyed, with the reason in
+:attr:`Pool.discarded`, and the pool starts a replacement.
+
+Sizing. ``size`` is the population a pool keeps (ready, lent, being recycled or starting), at least
+the lent ones plus :meth:`Pool.spares`, so that the next borrower gets a ready item rather than
+waiting for the recycling of the one just given back: one, plus as many as borrowers arrive while one
+recycling runs (the pool measures both). A borrower who finds none ready and none on its way makes
+the pool keep one more (up to ``max_size``). A miss while a recycling is on its way does not: with
+episodes shorter than a wipe, growing on every miss started containers whose starts slowed the
+wipes, which caused more misses, up to the pool's ceiling. A pool made with ``spares=False`` starts
+nothing in the background (SWE containers: one per task image, too large to keep spare).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Generic, Protocol, TypeVar
+
+from agentgym.errors import SandboxError
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 5.0  # pause after a failed background start, so a broken engine is not hammered
+WAIT_FOR_RETURN_SECONDS = 2.0  # how long a borrower waits for a spare on its way before starting one
+SMOOTHING = 0.2  # weight of the newest sample in the pool's running means (recycling time, gap between loans)
+MAX_DISCARDED = 100  # reasons kept in Pool.discarded
+
+
+class Pooled(Protocol):
+    """What a pool needs of what it keeps: whether it is alive, when it started, how to destroy it."""
+
+    @property
+    def connected(self) -> bool: ...
+
+    @property
+    def started(self) -> float: ...
+
+    async def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=Pooled)
+S_contra = TypeVar("S_contra", bound=Pooled, contravariant=True)
+
+
+class Recycler(Protocol[S_contra]):
+    """How a pool makes a given-back item ready for its next borrower.
+
+    ``background``: whether the giver goes on at once (a wipe runs while the next episode starts) or
+    waits for the verdict (a SWE reset, whose reason the episode records). ``reuses``: whether given-back
+    items ever come back (what a pool counts as its own: lent items only if they do).
+    """
+
+    background: bool
+    reuses: bool
+
+    async def record(self, item: S_contra) -> Any:
+        """What the item looks like fresh, taken once when it starts, for :meth:`recycle` to compare with."""
+        ...
+
+    async def recycle(self, item: S_contra, record: Any) -> str | None:
+        """Make ``item`` fresh again; None when it may be lent again, else why not (it is destroyed)."""
+        ...
+
+
+class Destroy:
+    """Never reuse: every given-back item is destroyed (its replacement starts in the background)."""
+
+    background = True
+    reuses = False
+
+    async def record(self, item: Pooled) -> None:
+        return None
+
+    async def recycle(self, item: Pooled, record: Any) -> str | None:
+        return "the pool destroys what it lent"
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolCounts:
+    """What a pool holds at one moment; ``population`` is the one count its sizing compares to ``size``."""
+
+    ready: int  # started or recycled, waiting for a borrower
+    lent: int  # leases not yet given back
+    wiping: int  # given back, being recycled
+    starting: int  # spares being started
+    cold: int  # started for a borrower who found none ready: counted until lent, so a refill does not start its twin
+    size: int
+    max_size: int
+
+    @property
+    def population(self) -> int:
+        return self.ready + self.lent + self.wiping + self.starting + self.cold
+
+
+class Lease(Generic[S]):
+    """One loan of a pooled item; :meth:`release` gives it back, and the lease is spent.
+
+    Attributes:
+        reused: Whether the item was lent before (recycled), rather than started for this loan.
+    """
+
+    def __init__(self, pool: Pool[S], item: S, reused: bool) -> None:
+        self._pool: Pool[S] | None = pool
+        self._item = item
+        self.reused = reused
+        self.destroy_on_release = False
+
+    @property
+    def held(self) -> S:
+        """The item lent.
+
+        Raises:
+            SandboxError: The lease was given back.
+        """
+        if self._pool is None:
+            raise SandboxError("this sandbox is closed: it was given back to its pool, and its lease is over")
+        return self._item
+
+    @property
+    def active(self) -> bool:
+        """Whether the lease is not given back yet."""
+        return self._pool is not None
+
+    def keep_out_of_pools(self) -> None:
+        """Destroy the item when given back rather than recycle it: for one that will hold what no later
+        borrower may see (a verifier's hidden tests) and came from a pool not kept for such uses."""
+        self.destroy_on_release = True
+
+    async def release(self, reusable: bool = True) -> str | None:
+        """Give the item back: recycled for the next borrower if ``reusable``, else destroyed. Safe twice.
+
+        Returns:
+            Why the item will not be lent again, when the pool's recycler ran before this returned
+            (not a background one) and refused it, or it was destroyed; else None.
+        """
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return None
+        return await pool._take_back(self._item, reusable and not self.destroy_on_release)
+
+
+class Pool(Generic[S]):
+    """Items of one kind kept ready and lent as :class:`Lease`-s.
+
+    Args:
+        start: Starts one item; called with ``spare=True`` for a background start (which may take
+            only a place that is free now).
+        recycler: What is done with a given-back item.
+        size: The population to keep (see the module docstring).
+        max_size: The most ``size`` may grow to and the most items the pool keeps (default ``size``).
+        wall_seconds: The items' lifetime: one past half of it is not lent, so borrowers get most of a life.
+        kind: What an item is, for messages ("docker sandbox").
+        spares: Whether to start items in the background; without, only for a borrower.
+        lease: The lease type handed out (a subclass may add the item's methods).
+        reused_first: Lend a recycled item before spares that never were (a used browser is a warm one).
+        expected_failures: Failures of a background start that are news, not trouble (no room on
+            any engine for a spare): logged as information rather than a warning.
+    """
+
+    def __init__(
+        self, start: Callable[..., Awaitable[S]], recycler: Recycler[S], *, size: int = 2,
+        max_size: int | None = None, wall_seconds: float, kind: str, spares: bool = True,
+        lease: type[Lease[S]] = Lease, reused_first: bool = False, expected_failures: tuple[type[Exception], ...] = (),
+    ) -> None:
+        self.size = size
+        self.max_size = max(size, max_size if max_size is not None else size)
+        self.recycler = recycler
+        self.kind = kind
+        self.discarded: collections.deque[str] = collections.deque(maxlen=MAX_DISCARDED)
+        """Why items were not lent again, most recent last (for tests and logs)."""
+        self._start_one = start
+        self._wall_seconds = wall_seconds
+        self._keeps_spares = spares
+        self._lease = lease
+        self._expected_failures = expected_failures
+        self._reused_first = reused_first
+        self._ready: collections.deque[S] = collections.deque()
+        self._records: dict[int, Any] = {}  # by id(item): what each item, ready or lent, looked like fresh
+        self._lent_before: set[int] = set()  # ids of the ready items that were lent before (recycled)
+        self._waiters: collections.deque[asyncio.Future[Lease[S]]] = collections.deque()
+        self._starting = self._lent = self._wiping = self._cold = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._backoff_until = 0.0
+        self._failure: str | None = None
+        self._closed = False
+        self._recycle_seconds = Mean()
+        self._acquire_gap = Mean()
+        self._last_acquire: float | None = None
+
+    def __repr__(self) -> str:
+        return f"<Pool {self.kind} ready={self.ready} size={self.size}>"
+
+    @property
+    def ready(self) -> int:
+        """Items ready to lend now."""
+        return len(self._ready)
+
+    async def acquire(self) -> Lease[S]:
+        """A lease on a ready item; the borrower gives it back with ``release()``.
+
+        Raises:
+            SandboxError: The pool is shut down, or no item could be started (with the reason).
+        """
+        if self._closed:
+            raise SandboxError(f"the {self.kind} pool is shut down")
+        now = time.monotonic()
+        if self._last_acquire is not None:
+            self._acquire_gap.add(now - self._last_acquire)
+        self._last_acquire = now
+        while self._ready:
+            item = self._ready.popleft()
+            if self._fit(item):
+                lease = self._lend(item)
+                self._refill()
+                return lease
+            self._forget(item)
+            self._spawn(item.close())
+            self._refill()
+        on_its_way = self._wiping + self._starting > len(self._waiters)
+        if not (self.recycler.reuses and on_its_way):
+            self.size = min(self.size + 1, self.max_size)  # a borrower found none ready: keep one more
+        if on_its_way:
+            # One is on its way back (being recycled) or starting: wait for it, not for a cold start,
+            # and start the spares that would have spared this borrower the wait.
+            self._refill()
+            waiting = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiting)
+            try:
+                return await asyncio.wait_for(waiting, WAIT_FOR_RETURN_SECONDS)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                if waiting.done() and not waiting.cancelled():
+                    await waiting.result().release(reusable=False)
+                raise
+        self._cold += 1  # counted while it starts, so a refill meanwhile does not start its twin
+        try:
+            item = await self._start()
+        finally:
+            self._cold -= 1
+        lease = self._lend(item)  # counted as lent before the refill
+        self._refill()
+        return lease
+
+    async def fill(self) -> None:
+        """Start items and wait until ``size`` are ready.
+
+        Raises:
+            SandboxError: One could not be started; the message says why.
+        """
+        while self.ready < self.size and not self._closed:
+            self._failure, self._backoff_until = None, 0.0
+            for _ in range(self.size - self.ready - self._starting):
+                self._starting += 1
+                self._spawn(self._add_one())
+            await asyncio.gather(*self._tasks)
+            if self._failure is not None:
+                raise SandboxError(f"could not start a {self.kind}: {self._failure}")
+
+    async def shutdown(self) -> None:
+        """Stop refilling and destroy the ready items; what is lent is destroyed when given back."""
+        self._closed = True
+        while self._waiters:
+            waiting = self._waiters.popleft()
+            if not waiting.done():
+                waiting.set_exception(SandboxError(f"the {self.kind} pool is shut down"))
+        await asyncio.gather(*self._tasks, return_exceptions=True)  # starts in flight close what they make
+        ready, self._ready = list(self._ready), collections.deque()
+        for item in ready:
+            self._forget(item)
+        await asyncio.gather(*(item.close() for item in ready), return_exceptions=True)
+
+    @property
+    def on_loan(self) -> int:
+        """Leases not yet given back, whatever the recycler (what a closed env must not hold)."""
+        return self._lent
+
+    def counts(self) -> PoolCounts:
+        """What the pool holds now (for tests, logs and dashboards); lent items only if they come back."""
+        lent = self._lent if self.recycler.reuses else 0
+        return PoolCounts(ready=len(self._ready), lent=lent, wiping=self._wiping, starting=self._starting,
+                          cold=self._cold, size=self.size, max_size=self.max_size)
+
+    def spares(self) -> int:
+        """Spares kept beyond those lent: one, plus the borrowers expected while one recycling runs.
+
+        Never more than one per lent item: a borrower who finds none ready was lent one before.
+        """
+        seconds, gap = self._recycle_seconds.value, self._acquire_gap.value
+        during_one = math.ceil(seconds / gap) if seconds and gap else 0
+        return 1 + min(during_one, self._lent + self._cold)
+
+    def take_ready(self, pick: Callable[[S], bool]) -> S | None:
+        """Remove and return a ready item ``pick`` chooses (another pool's borrower needs its place), or None.
+
+        The pool then refills no sooner than a retry pause.
+        """
+        for item in self._ready:
+            if pick(item):
+                self._ready.remove(item)
+                self._forget(item)
+                self._backoff_until = time.monotonic() + RETRY_SECONDS
+                return item
+        return None
+
+    # ----------------------------------------------------------------- internals
+    def _lend(self, item: S) -> Lease[S]:
+        self._lent += 1
+        reused = id(item) in self._lent_before
+        self._lent_before.discard(id(item))
+        return self._lease(self, item, reused)
+
+    def _forget(self, item: S) -> Any:
+        """Drop what the pool knows of ``item`` (it is being destroyed); its fresh record."""
+        self._lent_before.discard(id(item))
+        return self._records.pop(id(item), None)
+
+    async def _take_back(self, item: S, reusable: bool) -> str | None:
+        self._lent -= 1
+        record = self._records.get(id(item))
+        if not reusable or self._closed:
+            self._forget(item)
+            await item.close()
+            self._refill()
+            return "closed" if self._closed else "given back as not reusable"
+        self._wiping += 1
+        if self.recycler.background:
+            self._spawn(self._recycle(item, record))
+            return None
+        return await self._recycle(item, record)
+
+    async def _recycle(self, item: S, record: Any) -> str | None:
+        began = time.monotonic()
+        try:
+            why = await self.recycler.recycle(item, record) if item.connected else "it is gone"
+        except Exception as e:
+            why = f"recycling failed: {type(e).__name__}: {e}"
+        finally:
+            self._wiping -= 1
+        if why is None:
+            self._recycle_seconds.add(time.monotonic() - began)
+            if self._closed:
+                why = "the pool is shut down"
+            elif self._population() >= self.max_size:
+                why = f"the pool holds {self.max_size} already"
+            elif not self._fit(item):
+                why = "past half its wall time"
+        if why is not None:
+            self.discarded.append(why)
+            log.info("%s not lent again: %s", self.kind, why)
+            self._forget(item)
+            await item.close()
+            self._refill()
+            return why
+        self._lent_before.add(id(item))
+        self._deliver(item)
+        return None
+
+    async def _start(self, *, spare: bool = False) -> S:
+        item = await self._start_one(spare=spare)
+        try:
+            self._records[id(item)] = await self.recycler.record(item)
+        except BaseException:
+            await item.close()
+            raise
+        return item
+
+    def _fit(self, item: S) -> bool:
+        """Alive, and with most of its wall time ahead."""
+        return item.connected and time.monotonic() - item.started < self._wall_seconds / 2
+
+    def _population(self) -> int:
+        return self.counts().population
+
+    def _target(self) -> int:
+        if not self.recycler.reuses:
+            return self.size  # spares beyond those lent, which do not come back
+        return max(self.size, self._lent + self._cold + self.spares())
+
+    def _refill(self) -> None:
+        missing = min(self._target(), self.max_size) - self._population()
+        if not self._keeps_spares or self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
+            return
+        for _ in range(missing):
+            self._starting += 1
+            self._spawn(self._add_one())
+
+    async def _add_one(self) -> None:
+        try:
+            item = await self._start(spare=True)
+        except Exception as e:
+            self._failure = str(e)
+            self._backoff_until = time.monotonic() + RETRY_SECONDS
+            log.log(logging.INFO if isinstance(e, self._expected_failures) else logging.WARNING,
+                    "could not start a spare %s: %s", self.kind, e)
+            return
+        finally:
+            self._starting -= 1
+        if self._closed:
+            self._forget(item)
+            await item.close()
+        else:
+            self._deliver(item)
+
+    def _deliver(self, item: S) -> None:
+        """A ready item: to the first borrower still waiting, else onto the ready queue."""
+        while self._waiters:
+            waiting = self._waiters.popleft()
+            if not waiting.done():
+                waiting.set_result(self._lend(item))
+                return
+        if self._reused_first and id(item) in self._lent_before:
+            self._ready.appendleft(item)
+        else:
+            self._ready.append(item)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+class Mean:
+    """A running mean that follows change: each sample weighs :data:`SMOOTHING`, the past the rest."""
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self._seen = False
+
+    def add(self, sample: float) -> None:
+        self.value = sample if not self._seen else SMOOTHING * sample + (1 - SMOOTHING) * self.value
+        self._seen = True
