@@ -43,7 +43,7 @@ async def one_run(pipe: str, steps: int) -> dict[str, Any]:
         async with SandboxRuntime(), GUIEnv(names="click-test", observation="both", sandbox_backend="docker",
                                             max_turns=steps + 10) as env:  # the run's browsers, closed after it
             await env.reset(env.tasks()[0], seed=0)
-            assert env._browser is not None and (env._browser.pipe.fifos is not None) == (pipe == "fifos")
+            assert env.browser is not None and (env.browser.pipe.fifos is not None) == (pipe == "fifos")
             await asyncio.sleep(1.0)  # the next episode's page, prepared in the background, is ready
             for _ in range(5):
                 await env.step(CLICK)

@@ -506,7 +506,7 @@ async def test_the_verifiers_pools_are_shared_and_shut_down_with_the_rest():
         report = await env.run_tests(target, target.data["prompt"] + target.data["canonical_solution"])
         assert report.all_passed
         before = shared_pools()
-        graders = await shared_pool("local", limits=LIMITS, verifier=GRADERS)
+        graders = await shared_pool("local", limits=LIMITS, verifier=GRADERS, keep=True)  # taken back as they are
         submissions = await shared_pool("local", limits=LIMITS, verifier=SUBMISSIONS)
         assert shared_pools() == before  # both were there: the verification drew from them
         assert submissions.counts().population >= 1
