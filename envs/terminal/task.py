@@ -12,7 +12,7 @@ A folder::
 Everything is checked at load, so a task the terminal env cannot run as written fails there, naming the
 task and the field or file, and not halfway through a batch: an unknown ``task.toml`` key, a field that
 is set but not honoured (:data:`~agentgym.envs.terminal.honoured.HONOURED`), a missing or empty
-instruction, a missing ``tests/test.sh``, and an image source that is missing or given twice.
+instruction, a missing ``tests/test.sh``, and no image source (neither a Dockerfile nor a docker_image).
 """
 
 from __future__ import annotations
@@ -64,9 +64,10 @@ class HarborTask:
         path: The task folder.
         instruction: ``instruction.md`` without its leading canary lines.
         config: ``task.toml``.
-        environment_dir: The build context (``environment/``, holding the Dockerfile); ``None`` for an
-            image task.
-        docker_image: ``[environment].docker_image``; ``None`` for a Dockerfile task.
+        environment_dir: The build context (``environment/``, holding the Dockerfile); ``None`` for a task
+            that names only a ``docker_image``.
+        docker_image: ``[environment].docker_image``: a prebuilt image, used when present; a task may ship
+            its Dockerfile too (Terminal-Bench 2 does), which builds it when it is not.
         tests_dir: ``tests/``, copied to ``/tests`` to verify.
         solution: ``solution/solve.sh``, or ``None`` when the task ships no oracle.
     """
@@ -198,9 +199,6 @@ def load_task(folder: Path) -> HarborTask:
 
     dockerfile = folder / "environment" / "Dockerfile"
     image = config.environment.docker_image
-    if image and dockerfile.exists():
-        raise TaskFormatError(folder, "both environment/Dockerfile and environment.docker_image are given; "
-                              "keep one", ("environment/Dockerfile", "environment.docker_image"))
     if not image and not dockerfile.is_file():
         raise TaskFormatError(folder, "neither environment/Dockerfile nor environment.docker_image is given",
                               ("environment/Dockerfile", "environment.docker_image"))
@@ -211,7 +209,7 @@ def load_task(folder: Path) -> HarborTask:
         path=folder,
         instruction=instruction,
         config=config,
-        environment_dir=None if image else dockerfile.parent,
+        environment_dir=dockerfile.parent if dockerfile.is_file() else None,
         docker_image=image,
         tests_dir=folder / "tests",
         solution=solve if solve.is_file() else None,
