@@ -13,7 +13,7 @@ import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentgym.env import Env
 from agentgym.envs.swe.kept import _docker_diff
@@ -105,12 +105,14 @@ class TerminalEnv(Env):
     verifier = TerminalVerifier()
 
     def __init__(self, *, tasks: str | Path | None = None, base_images: Mapping[str, str] | None = None,
-                 **kwargs: Any) -> None:
+                 agent_processes: Literal["kill", "keep"] = "kill", **kwargs: Any) -> None:
         """
         Args:
             tasks: A Harbor task folder, or a folder of them (:func:`~agentgym.envs.terminal.task.load_tasks`).
             base_images: Public image name → local image, for ``FROM`` lines and ``docker_image``s that the
                 engine does not have (``{"python:3.13-slim-bookworm": "agentgym/python"}``).
+            agent_processes: ``kill``: every process the agent left is killed before the tests run;
+                ``keep``: left running, for tasks whose tests talk to a server the agent started.
             **kwargs: ``max_turns``, ``sandbox_backend`` (``"auto"`` or ``"docker"``), ``runtime``... as for
                 :class:`~agentgym.env.Env`.
         """
@@ -120,6 +122,9 @@ class TerminalEnv(Env):
                            f"filesystem); sandbox_backend={self.sandbox_backend!r} cannot be used")
         self.tasks_path = tasks
         self.base_images = dict(base_images or {})
+        if agent_processes not in ("kill", "keep"):
+            raise EnvError(f"agent_processes={agent_processes!r}: use 'kill' or 'keep'")
+        self.agent_processes = agent_processes
         self.image: TaskImage | None = None
         self.deadline = 0.0
         self.timed_out: str | None = None
@@ -161,7 +166,7 @@ class TerminalEnv(Env):
         if not self.has_sandbox:
             return Finished(harbor_task(self.task), None, None, self.image.workdir)
         return Finished(harbor_task(self.task), self.sandbox.id, getattr(self.sandbox, "endpoint", None),
-                        self.image.workdir, self.fresh_diff)
+                        self.image.workdir, self.fresh_diff, self.agent_processes == "kill")
 
     async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
         """A turn; past ``[agent].timeout_sec`` the episode ends there, truncated, and is graded."""

@@ -4,8 +4,10 @@ Harbor copies ``tests/`` to ``/tests``, runs ``bash /tests/test.sh`` in the cont
 reads ``/logs/verifier/reward.json`` (named rewards), else ``reward.txt`` (one number). The agent had
 that container for the whole episode, so before the tests run (:func:`grade`):
 
-1. every process of the agent's uid is killed (``kill -9 -1`` as that uid, again until ``/proc`` lists
-   none): no loop left behind rewrites the reward file or kills the tests;
+1. every process of the agent's uid is killed (``kill -9`` by root, again until ``/proc`` lists none):
+   nothing left behind changes what the tests read while they run (unless the env was made with
+   ``agent_processes="keep"``, for tasks graded on a server the agent leaves running; those processes
+   still cannot write the reward or signal the tests, which are root's);
 2. ``docker diff`` must show no change since the episode began under the paths the verifier runs from
    (:data:`SYSTEM_PATHS`: the system's binaries and libraries, the loader's preload files, root's home):
    a replaced ``bash``, ``python3`` or ``timeout`` grades 0, naming the path;
@@ -62,6 +64,8 @@ class Finished:
     workdir: str
     fresh_diff: frozenset[str] = frozenset()
     """``docker diff`` paths when the episode began (the engine's own: ``/usr/sbin/docker-init``)."""
+    kill_agent: bool = True
+    """Step 1; off for tasks graded on a server the agent leaves running (``agent_processes="keep"``)."""
 
 
 class TerminalVerifier:
@@ -87,33 +91,36 @@ def grade(state: Finished) -> Reward:
 
     assert state.container is not None
     try:
-        survivors = stop_agent(state)
-        if survivors:
+        agent = _root(state, _LIST_AGENT)[1].split()
+        if state.kill_agent and (survivors := stop_agent(state)):
             return failed(f"processes of the agent survived {KILL_ROUNDS} rounds of kill -9: {survivors[:5]}")
         tampered = [p for p in _docker_diff(state.container) if p not in state.fresh_diff
                     and any(p == s or p.startswith(s + "/") for s in SYSTEM_PATHS)]
         if tampered:
-            return failed(f"the agent changed {tampered[0]} (a path the verifier runs from); not graded",
-                          changed=tampered[:20])
+            named = [p for p in tampered if not any(q.startswith(p + "/") for q in tampered)]
+            return failed(f"the agent changed {named[0]} (a path the verifier runs from); not graded",
+                          changed=named[:20])
         _root(state, "rm -rf /tests /logs && mkdir -p /tests /logs/verifier && chmod 755 /tests /logs /logs/verifier")
         _client(state).api.put_archive(state.container, "/tests", _tar(state.task))
         timed_out, exit_code, seconds = run_tests(state)
         output = _root(state, f"tail -c {OUTPUT_TAIL} /logs/verifier/test-stdout.txt 2>/dev/null; true")[1]
-        run = {"exit_code": exit_code, "timed_out": timed_out, "seconds": round(seconds, 2), "output_tail": output}
+        run = {"exit_code": exit_code, "timed_out": timed_out, "seconds": round(seconds, 2), "output_tail": output,
+               "agent_processes": f"{len(agent)} {'killed' if state.kill_agent else 'left running'}"}
         return read_reward(state, run)
     except (docker.errors.DockerException, SandboxError) as e:
         return failed(f"the container could not be graded (it may be gone): {e}")
 
 
 def stop_agent(state: Finished) -> list[str]:
-    """Kill every process of the agent's uid until none is left; the pids still there after the last round."""
+    """Kill every process of the agent's uid, as root (which the agent cannot signal back), until none is
+    left; the pids still there after the last round."""
     left: list[str] = []
     for _ in range(KILL_ROUNDS):
-        _exec(state, ["sh", "-c", "kill -9 -1 2>/dev/null; true"], user=f"{CODE_USER[0]}:{CODE_USER[1]}")
         left = _root(state, _LIST_AGENT)[1].split()
         if not left:
             return []
-        time.sleep(0.1)
+        _root(state, f"kill -9 {' '.join(left)} 2>/dev/null; true")
+        time.sleep(0.05)
     return left
 
 
@@ -182,7 +189,10 @@ def _parse(name: str, text: str) -> dict[str, float]:
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(f"{what} is {value!r}, not a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{what} is {value!r}, not a number") from None
     if not math.isfinite(number):
         raise ValueError(f"{what} is {value!r}, not a finite number")
     return number
