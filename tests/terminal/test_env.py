@@ -226,6 +226,15 @@ def test_from_lines_are_rewritten_but_stage_references_are_not() -> None:
     assert bases == ["agentgym/python:abc"]
 
 
+async def test_the_env_keeps_the_contract(fixtures: dict[str, Task]) -> None:
+    """agentgym.testing.check_env: the reference beats the baseline, and no dodge breaks an episode."""
+    from agentgym.testing import check_env
+
+    tasks = [fixtures[name] for name in ("hello-file", "csv-column-sum", "sort-names")]
+    report = await check_env("terminal", tasks=tasks, base_images=BASE_IMAGES)
+    assert report.reference_return == 1.0 and report.baseline_return == 0.0
+
+
 def test_eval_runs_the_oracle_from_the_command_line(tmp_path: Path, fixtures: dict[str, Task],
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "runs.jsonl"
