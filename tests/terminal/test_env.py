@@ -216,6 +216,25 @@ def test_a_missing_base_image_is_named_with_how_to_provide_it(tmp_path: Path) ->
         image_for(harbor_task(task), {})
 
 
+def test_an_image_without_python3_is_refused_saying_why(tmp_path: Path) -> None:
+    docker_or_skip()
+    task = copy_task(tmp_path, "hello-file", "no-python",
+                     dockerfile="RUN rm -f /usr/bin/python3* /usr/local/bin/python3*\n")
+    with pytest.raises(EnvError, match="no python3 on PATH, which agentgym's in-sandbox supervisor runs on"):
+        image_for(harbor_task(task), BASE_IMAGES)
+
+
+def test_a_docker_image_the_engine_has_wins_over_the_dockerfile(tmp_path: Path) -> None:
+    docker_or_skip()
+    from agentgym.sandboxes import build_image
+
+    local = build_image("python")
+    task = copy_task(tmp_path, "hello-file", "both", dockerfile="RUN false\n",
+                     toml=f"\n[environment]\ndocker_image = '{local}'\n")
+    image = image_for(harbor_task(task), {})  # no mapping needed: nothing is built FROM a public name
+    assert image.ref.startswith("agentgym/terminal-both:") and image.workdir == "/"
+
+
 def test_from_lines_are_rewritten_but_stage_references_are_not() -> None:
     text, bases = rewrite_from(
         "ARG X=1\nFROM --platform=linux/amd64 python:3.13 AS build\nRUN true\nFROM build\n"
