@@ -127,7 +127,6 @@ class TerminalEnv(Env):
         self.agent_processes = agent_processes
         self.image: TaskImage | None = None
         self.deadline = 0.0
-        self.timed_out: str | None = None
         self.fresh_diff: frozenset[str] = frozenset()
 
     def tasks(self) -> Sequence[Task]:
@@ -153,7 +152,6 @@ class TerminalEnv(Env):
     async def setup(self, task: Task) -> None:
         assert self.image is not None
         harbor = harbor_task(task)
-        self.timed_out = None
         self.deadline = time.monotonic() + (harbor.config.agent.timeout_sec or DEFAULT_AGENT_TIMEOUT)
         await self.sandbox.write_file(f"{SHELL_DIR}/run", _RUN)
         await self.sandbox.write_file(f"{SHELL_DIR}/cwd", self.image.workdir + "\n")
@@ -174,8 +172,8 @@ class TerminalEnv(Env):
         if result.terminated or result.truncated or time.monotonic() < self.deadline:
             return result
         assert self.trajectory is not None and self.task is not None
-        self.timed_out = f"the agent's time ran out ([agent].timeout_sec = {self._agent_timeout():g} s)"
-        self.trajectory.info["truncated_because"] = self.timed_out
+        self.trajectory.info["truncated_because"] = (
+            f"the agent's time ran out ([agent].timeout_sec = {self._agent_timeout():g} s)")
         reward = await self.end("truncated")
         return result.model_copy(update={"truncated": True, "info": {**result.info, "reward": reward.model_dump()}})
 

@@ -262,3 +262,30 @@ def test_eval_runs_the_oracle_from_the_command_line(tmp_path: Path, fixtures: di
     assert code == 0, capsys.readouterr().err
     [row] = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["outcome_reward"] == 1.0
+
+
+def hello_model(request: dict[str, Any]) -> dict[str, Any]:
+    """A model over the real wire format: writes the hello-file answer with bash, reads the result, submits."""
+    from agentgym.testing import completion, tool_call
+
+    if not any(m["role"] == "tool" for m in request["messages"]):
+        return completion(tool_calls=[tool_call("bash", {"command": "printf 'Hello, world!\\n' > hello.txt"})])
+    return completion(content="Done.", tool_calls=[tool_call("submit", {})])
+
+
+def test_eval_plays_a_model_from_the_command_line(tmp_path: Path, fixtures: dict[str, Task],
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from agentgym.testing import FakeOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    out = tmp_path / "runs.jsonl"
+    with FakeOpenAI(hello_model) as server:
+        code = main(["eval", "terminal", "--tasks", str(TASKS / "hello-file"), "--base-image",
+                     f"{BASE}=agentgym/python", "--model", "openai/fake-model", "--api-base", server.base_url,
+                     "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    [row] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["outcome_reward"] == 1.0 and row["outcome"] == "terminated"
+    assert len(server.requests) == 2 and "/app/hello.txt" in json.dumps(server.requests[0]["messages"])
