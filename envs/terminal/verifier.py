@@ -4,13 +4,15 @@ Harbor copies ``tests/`` to ``/tests``, runs ``bash /tests/test.sh`` in the cont
 reads ``/logs/verifier/reward.json`` (named rewards), else ``reward.txt`` (one number). The agent had
 that container for the whole episode, so before the tests run (:func:`grade`):
 
-1. every process of the agent's uid is killed (``kill -9`` by root, again until ``/proc`` lists none):
-   nothing left behind changes what the tests read while they run (unless the env was made with
-   ``agent_processes="keep"``, for tasks graded on a server the agent leaves running; those processes
-   still cannot write the reward or signal the tests, which are root's);
-2. ``docker diff`` must show no change since the episode began under the paths the verifier runs from
-   (:data:`SYSTEM_PATHS`: the system's binaries and libraries, the loader's preload files, root's home):
-   a replaced ``bash``, ``python3`` or ``timeout`` grades 0, naming the path;
+1. ``docker diff`` (asked of the engine: nothing runs in the container for it) must show no change
+   since the episode began under the paths the verifier runs from (:data:`SYSTEM_PATHS`: the system's
+   binaries and libraries, the loader's preload files, root's home): a replaced ``bash``, ``python3``,
+   ``sh`` or ``timeout`` grades 0, naming the path, before root runs anything there;
+2. every process of the agent's uid is killed (``kill -9`` by root, in shell builtins run by
+   ``/bin/sh``, again until ``/proc`` lists none), and the diff is checked again (a process may have
+   written until it was killed): nothing left behind changes what the tests read while they run (unless
+   the env was made with ``agent_processes="keep"``, for tasks graded on a server the agent leaves
+   running; those processes still cannot write the reward or signal the tests, which are root's);
 3. ``/tests`` and ``/logs`` are removed and made anew, empty, owned by root, and ``tests/`` is copied in;
 4. ``test.sh`` runs as root under ``timeout`` of ``verifier.timeout_sec``, in a process tree of its own
    started through the engine (``docker exec``, not the agent's supervisor), with a fixed environment:
@@ -49,8 +51,10 @@ may resolve through, and ``/root``, the verifier's ``$HOME``, whose user site-pa
 KILL_ROUNDS = 20
 REWARD_BYTES = 1 << 16
 OUTPUT_TAIL = 2000
-_LIST_AGENT = (f"for d in /proc/[0-9]*; do grep -q \"^Uid:[[:space:]]*{CODE_USER[0]}[[:space:]]\" $d/status "
-               "2>/dev/null && echo ${d#/proc/}; done; true")
+_LIST_AGENT = ("for d in /proc/[0-9]*; do while read -r key uid rest; do if [ \"$key\" = Uid: ]; then "
+               f"[ \"$uid\" = {CODE_USER[0]} ] && echo \"${{d#/proc/}}\"; break; fi; done 2>/dev/null < \"$d/status\"; "
+               "done 2>/dev/null; true")
+"""The pids of the agent's uid, in shell builtins only: it runs before the tests' programs are checked."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class Finished:
     fresh_diff: frozenset[str] = frozenset()
     """``docker diff`` paths when the episode began (the engine's own: ``/usr/sbin/docker-init``)."""
     kill_agent: bool = True
-    """Step 1; off for tasks graded on a server the agent leaves running (``agent_processes="keep"``)."""
+    """Step 2's kill; off for tasks graded on a server the agent leaves running (``agent_processes="keep"``)."""
 
 
 class TerminalVerifier:
@@ -91,15 +95,13 @@ def grade(state: Finished) -> Reward:
 
     assert state.container is not None
     try:
+        if tampered := changed_system_paths(state):  # before anything runs in the container as root
+            return tampered
         agent = _root(state, _LIST_AGENT)[1].split()
         if state.kill_agent and (survivors := stop_agent(state)):
             return failed(f"processes of the agent survived {KILL_ROUNDS} rounds of kill -9: {survivors[:5]}")
-        tampered = [p for p in _docker_diff(state.container) if p not in state.fresh_diff
-                    and any(p == s or p.startswith(s + "/") for s in SYSTEM_PATHS)]
-        if tampered:
-            named = [p for p in tampered if not any(q.startswith(p + "/") for q in tampered)]
-            return failed(f"the agent changed {named[0]} (a path the verifier runs from); not graded",
-                          changed=named[:20])
+        if tampered := changed_system_paths(state):  # again: a process may have written until it was killed
+            return tampered
         _root(state, "rm -rf /tests /logs && mkdir -p /tests /logs/verifier && chmod 755 /tests /logs /logs/verifier")
         _client(state).api.put_archive(state.container, "/tests", _tar(state.task))
         timed_out, exit_code, seconds = run_tests(state)
@@ -109,6 +111,18 @@ def grade(state: Finished) -> Reward:
         return read_reward(state, run)
     except (docker.errors.DockerException, SandboxError) as e:
         return failed(f"the container could not be graded (it may be gone): {e}")
+
+
+def changed_system_paths(state: Finished) -> Reward | None:
+    """A 0 naming the first path under :data:`SYSTEM_PATHS` that ``docker diff`` shows changed since the
+    episode began, or None. Asked of the engine: nothing in the container runs for it."""
+    assert state.container is not None
+    tampered = [p for p in _docker_diff(state.container) if p not in state.fresh_diff
+                and any(p == s or p.startswith(s + "/") for s in SYSTEM_PATHS)]
+    if not tampered:
+        return None
+    named = [p for p in tampered if not any(q.startswith(p + "/") for q in tampered)]
+    return failed(f"the agent changed {named[0]} (a path the verifier runs from); not graded", changed=named[:20])
 
 
 def stop_agent(state: Finished) -> list[str]:
@@ -132,7 +146,7 @@ def run_tests(state: Finished) -> tuple[bool, int, float]:
     environment = {"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8", **verifier.env}
     script = (f"exec timeout -k 5 {limit:g} bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1")
     api = _client(state).api
-    made = api.exec_create(state.container, ["sh", "-c", script], user="0", environment=environment,
+    made = api.exec_create(state.container, ["/bin/sh", "-c", script], user="0", environment=environment,
                            workdir=state.workdir)
     started = time.monotonic()
     api.exec_start(made["Id"], detach=True)
@@ -219,16 +233,17 @@ def _client(state: Finished) -> Any:
 
 
 def _root(state: Finished, command: str) -> tuple[int, str]:
-    return _exec(state, ["sh", "-c", command], user="0")
+    return _exec(state, ["/bin/sh", "-c", command], user="0")
 
 
 def _exec(state: Finished, argv: list[str], *, user: str) -> tuple[int, str]:
-    """A command through the engine (not the agent's supervisor), as ``user``, with a clean environment."""
+    """A command through the engine (not the agent's supervisor), as ``user``, with a clean environment;
+    its exit code and stdout."""
     result = _client(state).containers.get(state.container).exec_run(
-        argv, user=user, environment={"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"}, workdir="/",
-        demux=False)
-    output = (result.output or b"").decode("utf-8", "replace")
-    if result.exit_code in (126, 127) and output.startswith("OCI runtime"):
-        raise SandboxError(f"docker exec as {user} failed: {output.strip()[:300]}")
-    return int(result.exit_code), output
+        argv, user=user, environment={"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"}, workdir="/", demux=True)
+    stdout, stderr = result.output or (None, None)
+    said = (stdout or b"").decode("utf-8", "replace")
+    if result.exit_code in (126, 127) and (stderr or stdout or b"").startswith(b"OCI runtime"):
+        raise SandboxError(f"docker exec as {user} failed: {(stderr or stdout or b'').decode()[:300]}")
+    return int(result.exit_code), said
 
