@@ -95,7 +95,7 @@ class TerminalEnv(Env):
     """Do a task in a Linux container with a shell and file tools; its own tests grade the container.
 
     Each episode gets a new container of the task's image (:mod:`~agentgym.envs.terminal.images`); the
-    agent's commands run there as an unprivileged uid that owns the image's working directory. The
+    agent's commands run there as an unprivileged uid that may write the image's working directory. The
     episode ends on ``submit``, when turns run out, or when ``[agent].timeout_sec`` has passed;
     :class:`~agentgym.envs.terminal.verifier.TerminalVerifier` then grades that same container.
     """
