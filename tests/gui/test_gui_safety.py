@@ -301,7 +301,7 @@ async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tm
     opens WebSockets and WebRTC connections to this machine's addresses: nothing arrives, over TCP or UDP."""
     import socket
 
-    from agentgym.sandboxes.browser import acquire_browser, release_browser, serve_directory
+    from agentgym.sandboxes.browser import browser_pool, serve_directory
 
     tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     tcp.bind(("0.0.0.0", 0))
@@ -312,7 +312,8 @@ async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tm
     udp.bind(("0.0.0.0", port))
     udp.setblocking(False)
     (tmp_path / "index.html").write_text("<html><body>reach out</body></html>")
-    browser = await acquire_browser(backend)
+    lease = await (await browser_pool(backend)).acquire()
+    browser = lease.held
     try:
         context = await browser.new_context()
         origin = await serve_directory(context, tmp_path)
@@ -320,7 +321,7 @@ async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tm
         await page.goto(origin + "index.html")
         await page.evaluate(REACH_OUT, [port, host_addresses()])
     finally:
-        await release_browser(browser)
+        await lease.release()
     arrived = []
     with contextlib.suppress(BlockingIOError):
         arrived.append(tcp.accept())
