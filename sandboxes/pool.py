@@ -106,7 +106,8 @@ class SandboxPool(Pool[SupervisedSandbox]):
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
         image: Recipe name or image reference (Docker only; the local backend uses the host's python).
         limits: Limits for every sandbox of the pool.
-        size, max_size: As :class:`~agentgym.sandboxes.lending.Pool`'s.
+        size: Sandboxes to keep, lent ones included (:class:`~agentgym.sandboxes.lending.Pool`'s sizing).
+        max_size: The most ``size`` may grow to (default ``size``).
         recycle: Wipe and reuse closed sandboxes; ``False`` destroys each after a single use.
         recycler: What is done with a closed sandbox instead (:class:`Keep`); overrides ``recycle``.
         hosts: Docker endpoints to spread sandboxes over (default: :mod:`~agentgym.sandboxes.hosts`' configured ones).
