@@ -7,7 +7,8 @@ run back to back, which goes first alternating; ratios NEW/OLD are taken within 
 that drifts over the run moves both arms. What is compared, per benchmark, is a few figures of its
 results file: whole code-env episodes (``humaneval_reference.py``, CPU per episode and episodes per
 second), code gradings (``code_grading_cost.py``, isolated: a 20,000-call task and HumanEval tasks),
-wipes (``wipe_cost.py``), GUI env steps (``gui_browser.py``) and SWE resets (``swe_env.py``). A checkout
+wipes (``wipe_cost.py``), acquires from a warm pool (``pool_acquire.py``), GUI env steps
+(``gui_browser.py``) and SWE resets (``swe_env.py``). A checkout
 older than a script runs the newer checkout's copy of it (such a script says how it adapts).
 
     python benchmarks/before_after.py --versions ../before,. --repeat 2
@@ -41,6 +42,7 @@ class Bench:
     args: tuple[str, ...]
     figures: Figures
     lower_is_better: tuple[str, ...]  # the figures that are costs; the others are rates
+    newest_script: bool = False  # both checkouts run the newer copy (its API is the same in both)
 
 
 def _humaneval(result: dict[str, Any]) -> dict[str, float]:
@@ -68,6 +70,11 @@ def _gui(result: dict[str, Any]) -> dict[str, float]:
             for backend, data in result["backends"].items() for name in ("env_step_ms", "env_reset_ms")}
 
 
+def _pool(result: dict[str, Any]) -> dict[str, float]:
+    return {f"{backend} {name}": float(row[name]) for backend, row in result.items()
+            for name in ("warm_p50_ms", "cold_p50_ms")}
+
+
 def _swe(result: dict[str, Any]) -> dict[str, float]:
     return {name: float(result["summary"][name]["median"]) for name in ("reset_warm_ms", "give_back_ms", "verify_s")}
 
@@ -79,6 +86,7 @@ BENCHES: dict[str, Bench] = {
                           _grading, (" s",)),
     "wipe": Bench("wipe_cost.py", ("--repeat", "1", "--seconds", "3"), _wipe, ("cpu_ms_per_wipe", "p50_ms")),
     "gui step": Bench("gui_browser.py", ("--samples", "20", "--repeats", "1", "--starts", "1"), _gui, ("_ms",)),
+    "pool acquire": Bench("pool_acquire.py", ("--samples", "30"), _pool, ("_ms",), newest_script=True),
     "swe reset": Bench("swe_env.py", ("--samples", "4", "--runs", "1"), _swe, ("_ms", "_s")),
 }
 
@@ -87,7 +95,7 @@ def run_once(bench: Bench, checkout: Path, newer: Path, scratch: Path, tag: str)
     """``bench`` as ``checkout`` has it (else as ``newer`` has it), with ``checkout`` on ``PYTHONPATH``; its figures."""
     out = scratch / f"{tag}.json"
     script = checkout / "benchmarks" / bench.script
-    if not script.exists():
+    if bench.newest_script or not script.exists():
         script = newer / "benchmarks" / bench.script
     done = subprocess.run([sys.executable, str(script), *bench.args, "--out", str(out)],
                           env={**os.environ, "PYTHONPATH": str(checkout)}, cwd=checkout,

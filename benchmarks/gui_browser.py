@@ -224,10 +224,11 @@ async def one_run(backend: str, samples: int, starts: int, env_steps: int) -> di
         for _ in range(starts):
             await pool.fill()
             started = time.perf_counter()
-            sandbox = await pool.acquire()
+            lease = await pool.acquire()
             warm.append(time.perf_counter() - started)
-            await pool.release(sandbox)
-        sandbox = await pool.acquire()
+            await lease.release()
+        lease = await pool.acquire()
+        sandbox = lease.held
         seeds = iter(range(10**6))
         reset_load_ms = await p50_ms(samples, lambda: load_task(sandbox, next(seeds)))
         page = await load_task(sandbox, 0)
@@ -257,7 +258,7 @@ async def one_run(backend: str, samples: int, starts: int, env_steps: int) -> di
         await start_episode(page, 2)
         step_screenshot_ms = await p50_ms(samples, step_and_shot)
         memory = await idle_mib(sandbox)
-        await pool.release(sandbox)
+        await lease.release()
     finally:
         await pool.shutdown()
     shots.update(await free_screenshots(backend, samples))

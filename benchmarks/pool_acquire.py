@@ -4,9 +4,9 @@ A warm acquire pops a ready sandbox; a cold one starts a container (or a local j
 and waits for its agent's first answer. Each warm acquire waits for the pool to refill first, so
 every sample is a warm hand-out, not a queue.
 
-    python benchmarks/pool_acquire.py [--samples 30] [--backends docker local]
+    python benchmarks/pool_acquire.py [--samples 30] [--backends docker local] [--out FILE]
 
-Writes benchmarks/results/pool_acquire.json.
+Writes benchmarks/results/pool_acquire.json (or ``--out``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from pathlib import Path
 
 from results_file import results_path, save_results
 
@@ -60,10 +61,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--backends", nargs="+", default=["docker", "local"])
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     results = asyncio.run(main(args.backends, args.samples))
     print(f"{'backend':<8} {'warm p50 ms':>12} {'warm max ms':>12} {'cold p50 ms':>12}")
     for backend, row in results.items():
         warm, worst, cold = row["warm_p50_ms"], row["warm_max_ms"], row["cold_p50_ms"]
         print(f"{backend:<8} {warm:>12.3f} {worst:>12.3f} {cold:>12.1f}")
-    save_results(results, RESULTS)
+    save_results(results, args.out)

@@ -45,7 +45,7 @@ from results_file import run_args, run_info, run_options, save_results
 from stats import fmt, spread
 
 from agentgym.sandboxes import Limits, Sandbox, SandboxPool, engine
-from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.backends import start
 
 LIMITS = Limits(memory_mb=256, pids=64, disk_mb=256, wall_seconds=900, exec_timeout=60)
 IMAGE_REPO = "agentgym-bench-fork"  # the ``root`` scenario's base image, removed at the end

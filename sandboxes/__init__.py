@@ -20,6 +20,7 @@ several engines (:class:`Endpoint`, :mod:`agentgym.sandboxes.hosts`). Nothing he
 until a Docker sandbox is asked for.
 """
 
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.bootstrap import supervisor_sources
 from agentgym.sandboxes.builder import build_image, image_tag
 from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
@@ -36,7 +37,6 @@ from agentgym.sandboxes.pool import (
     acquire,
     shared_pool,
     shutdown_pools,
-    start,
     warm_up,
 )
 from agentgym.sandboxes.reaper import ContainerInfo, list_sandboxes, prune

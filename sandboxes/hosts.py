@@ -21,7 +21,7 @@ their capacities between them.
 What this module keeps is process-wide, not a :class:`~agentgym.sandboxes.runtime.SandboxRuntime`'s:
 the endpoints are configuration, like the environment variables they override; a capacity bounds what
 the whole process keeps on an engine, so the live counts must see every sandbox on it, whichever
-runtime's pool started it, or none (:func:`~agentgym.sandboxes.pool.start`, a fork), and also one that
+runtime's pool started it, or none (:func:`~agentgym.sandboxes.backends.start`, a fork), and also one that
 outlives its runtime (a place is given back by the sandbox's destroy, which may run from a finalizer
 on any thread); counts per runtime would let two runtimes open at once each fill an engine. For the
 same reason any pool of the process may give up an idle spare to a caller who finds its engines full.

@@ -1,22 +1,15 @@
 """One pool for every kind of sandbox: started by a function, made ready again by a recycler, lent as leases.
 
 A :class:`Pool` keeps items of one kind (Python sandboxes, browsers, SWE containers) ready and lends
-each as a :class:`Lease`: the one object the borrower holds. Giving it back (``lease.release()``)
-ends the loan for good: the lease answers nothing afterwards, so whoever kept it cannot reach the next
-borrower's work, and the item itself never leaves the pool. What happens to a given-back item is its
-pool's :class:`Recycler`'s: wipe it (:class:`~agentgym.sandboxes.pool.Wipe`), take it back as it is
-(:class:`~agentgym.sandboxes.pool.Keep`), destroy it (:class:`Destroy`), clear a browser's contexts,
-reset a SWE repository and check it. An item the recycler refuses is destroyed, with the reason in
-:attr:`Pool.discarded`, and the pool starts a replacement.
+each as a :class:`Lease`. ``lease.release()`` ends the loan for good (the lease answers nothing
+afterwards, so whoever kept it cannot reach the next borrower's work) and hands the item to the pool's
+:class:`Recycler`: wipe, keep, destroy, clear a browser, reset a repository. An item the recycler
+refuses is destroyed, with the reason in :attr:`Pool.discarded`.
 
-Sizing. ``size`` is the population a pool keeps (ready, lent, being recycled or starting), at least
-the lent ones plus :meth:`Pool.spares`, so that the next borrower gets a ready item rather than
-waiting for the recycling of the one just given back: one, plus as many as borrowers arrive while one
-recycling runs (the pool measures both). A borrower who finds none ready and none on its way makes
-the pool keep one more (up to ``max_size``). A miss while a recycling is on its way does not: with
-episodes shorter than a wipe, growing on every miss started containers whose starts slowed the
-wipes, which caused more misses, up to the pool's ceiling. A pool made with ``spares=False`` starts
-nothing in the background (SWE containers: one per task image, too large to keep spare).
+Sizing: a pool keeps the lent items plus :meth:`Pool.spares` (one, plus the borrowers expected while
+one recycling runs, both measured), so the next borrower need not wait for the last one's recycling. A
+borrower who finds none ready, and none being recycled, makes it keep one more (up to ``max_size``);
+growing on every miss instead started containers that slowed the wipes, which caused more misses.
 """
 
 from __future__ import annotations
@@ -41,7 +34,7 @@ MAX_DISCARDED = 100  # reasons kept in Pool.discarded
 
 
 class Pooled(Protocol):
-    """What a pool needs of what it keeps: whether it is alive, when it started, how to destroy it."""
+    """What a pool keeps: whether it is alive, when it started, how to destroy it."""
 
     @property
     def connected(self) -> bool: ...
@@ -56,34 +49,29 @@ S = TypeVar("S", bound=Pooled)
 S_contra = TypeVar("S_contra", bound=Pooled, contravariant=True)
 
 
-class Recycler(Protocol[S_contra]):
-    """How a pool makes a given-back item ready for its next borrower.
+class Recycler(Generic[S_contra]):
+    """How a pool makes a given-back item ready for its next borrower; this base takes it back as it is.
 
-    ``background``: whether the giver goes on at once (a wipe runs while the next episode starts) or
-    waits for the verdict (a SWE reset, whose reason the episode records). ``reuses``: whether given-back
-    items ever come back (what a pool counts as its own: lent items only if they do).
+    ``background``: the giver goes on at once (a wipe runs while the next episode starts) rather than
+    wait for the verdict (a SWE reset, whose reason the episode records). ``reuses``: items come back.
     """
 
-    background: bool
-    reuses: bool
+    background = True
+    reuses = True
 
     async def record(self, item: S_contra) -> Any:
-        """What the item looks like fresh, taken once when it starts, for :meth:`recycle` to compare with."""
-        ...
+        """What the item looks like fresh, taken when it starts, for :meth:`recycle` to compare with."""
+        return None
 
     async def recycle(self, item: S_contra, record: Any) -> str | None:
         """Make ``item`` fresh again; None when it may be lent again, else why not (it is destroyed)."""
-        ...
-
-
-class Destroy:
-    """Never reuse: every given-back item is destroyed (its replacement starts in the background)."""
-
-    background = True
-    reuses = False
-
-    async def record(self, item: Pooled) -> None:
         return None
+
+
+class Destroy(Recycler[Pooled]):
+    """Never reuse: every given-back item is destroyed."""
+
+    reuses = False
 
     async def recycle(self, item: Pooled, record: Any) -> str | None:
         return "the pool destroys what it lent"
@@ -91,13 +79,13 @@ class Destroy:
 
 @dataclasses.dataclass(frozen=True)
 class PoolCounts:
-    """What a pool holds at one moment; ``population`` is the one count its sizing compares to ``size``."""
+    """What a pool holds at one moment (``cold``: started for a borrower who found none ready)."""
 
-    ready: int  # started or recycled, waiting for a borrower
-    lent: int  # leases not yet given back
-    wiping: int  # given back, being recycled
-    starting: int  # spares being started
-    cold: int  # started for a borrower who found none ready: counted until lent, so a refill does not start its twin
+    ready: int
+    lent: int
+    wiping: int
+    starting: int
+    cold: int
     size: int
     max_size: int
 
@@ -107,11 +95,7 @@ class PoolCounts:
 
 
 class Lease(Generic[S]):
-    """One loan of a pooled item; :meth:`release` gives it back, and the lease is spent.
-
-    Attributes:
-        reused: Whether the item was lent before (recycled), rather than started for this loan.
-    """
+    """One loan of a pooled item (``reused``: recycled rather than started for it); :meth:`release` spends it."""
 
     def __init__(self, pool: Pool[S], item: S, reused: bool) -> None:
         self._pool: Pool[S] | None = pool
@@ -121,11 +105,7 @@ class Lease(Generic[S]):
 
     @property
     def held(self) -> S:
-        """The item lent.
-
-        Raises:
-            SandboxError: The lease was given back.
-        """
+        """The item lent; raises :class:`SandboxError` once given back."""
         if self._pool is None:
             raise SandboxError("this sandbox is closed: it was given back to its pool, and its lease is over")
         return self._item
@@ -136,17 +116,12 @@ class Lease(Generic[S]):
         return self._pool is not None
 
     def keep_out_of_pools(self) -> None:
-        """Destroy the item when given back rather than recycle it: for one that will hold what no later
-        borrower may see (a verifier's hidden tests) and came from a pool not kept for such uses."""
+        """Destroy the item when given back: it will hold what no later borrower may see (hidden tests)."""
         self.destroy_on_release = True
 
     async def release(self, reusable: bool = True) -> str | None:
-        """Give the item back: recycled for the next borrower if ``reusable``, else destroyed. Safe twice.
-
-        Returns:
-            Why the item will not be lent again, when the pool's recycler ran before this returned
-            (not a background one) and refused it, or it was destroyed; else None.
-        """
+        """Give the item back: recycled if ``reusable``, else destroyed; safe twice. Why it will not be
+        lent again, when known before this returns (destroyed, or refused by a foreground recycler)."""
         pool, self._pool = self._pool, None
         if pool is None:
             return None
@@ -157,18 +132,16 @@ class Pool(Generic[S]):
     """Items of one kind kept ready and lent as :class:`Lease`-s.
 
     Args:
-        start: Starts one item; called with ``spare=True`` for a background start (which may take
-            only a place that is free now).
+        start: Starts one item (``spare=True``: a background start, which takes only a free place).
         recycler: What is done with a given-back item.
-        size: The population to keep (see the module docstring).
-        max_size: The most ``size`` may grow to and the most items the pool keeps (default ``size``).
-        wall_seconds: The items' lifetime: one past half of it is not lent, so borrowers get most of a life.
+        size: The population to keep: ready, lent, being recycled or starting.
+        max_size: The most ``size`` may grow to (default ``size``).
+        wall_seconds: The items' lifetime: one past half of it is not lent.
         kind: What an item is, for messages ("docker sandbox").
-        spares: Whether to start items in the background; without, only for a borrower.
+        spares: Start items in the background (not for SWE containers, too large to keep spare).
         lease: The lease type handed out (a subclass may add the item's methods).
-        reused_first: Lend a recycled item before spares that never were (a used browser is a warm one).
-        expected_failures: Failures of a background start that are news, not trouble (no room on
-            any engine for a spare): logged as information rather than a warning.
+        reused_first: Lend recycled items before never-lent ones (a used browser is a warm one).
+        expected_failures: Background-start failures logged as news, not warnings (no room for a spare).
     """
 
     def __init__(
@@ -180,8 +153,7 @@ class Pool(Generic[S]):
         self.max_size = max(size, max_size if max_size is not None else size)
         self.recycler = recycler
         self.kind = kind
-        self.discarded: collections.deque[str] = collections.deque(maxlen=MAX_DISCARDED)
-        """Why items were not lent again, most recent last (for tests and logs)."""
+        self.discarded: collections.deque[str] = collections.deque(maxlen=MAX_DISCARDED)  # why, latest last
         self._start_one = start
         self._wall_seconds = wall_seconds
         self._keeps_spares = spares
@@ -210,11 +182,7 @@ class Pool(Generic[S]):
         return len(self._ready)
 
     async def acquire(self) -> Lease[S]:
-        """A lease on a ready item; the borrower gives it back with ``release()``.
-
-        Raises:
-            SandboxError: The pool is shut down, or no item could be started (with the reason).
-        """
+        """A lease on a ready item; raises :class:`SandboxError` (with why) when none can be had."""
         if self._closed:
             raise SandboxError(f"the {self.kind} pool is shut down")
         now = time.monotonic()
@@ -234,8 +202,7 @@ class Pool(Generic[S]):
         if not (self.recycler.reuses and on_its_way):
             self.size = min(self.size + 1, self.max_size)  # a borrower found none ready: keep one more
         if on_its_way:
-            # One is on its way back (being recycled) or starting: wait for it, not for a cold start,
-            # and start the spares that would have spared this borrower the wait.
+            # One is being recycled or started: wait for it rather than start one, and refill.
             self._refill()
             waiting = asyncio.get_running_loop().create_future()
             self._waiters.append(waiting)
@@ -257,11 +224,7 @@ class Pool(Generic[S]):
         return lease
 
     async def fill(self) -> None:
-        """Start items and wait until ``size`` are ready.
-
-        Raises:
-            SandboxError: One could not be started; the message says why.
-        """
+        """Start items and wait until ``size`` are ready; :class:`SandboxError` (with why) if one fails."""
         while self.ready < self.size and not self._closed:
             self._failure, self._backoff_until = None, 0.0
             for _ in range(self.size - self.ready - self._starting):
@@ -270,6 +233,12 @@ class Pool(Generic[S]):
             await asyncio.gather(*self._tasks)
             if self._failure is not None:
                 raise SandboxError(f"could not start a {self.kind}: {self._failure}")
+
+    async def warm(self, count: int) -> None:
+        """Keep at least ``count`` items and wait until they are ready (before a timed run)."""
+        self.size = max(self.size, count)
+        self.max_size = max(self.max_size, count)
+        await self.fill()
 
     async def shutdown(self) -> None:
         """Stop refilling and destroy the ready items; what is lent is destroyed when given back."""
@@ -286,29 +255,23 @@ class Pool(Generic[S]):
 
     @property
     def on_loan(self) -> int:
-        """Leases not yet given back, whatever the recycler (what a closed env must not hold)."""
+        """Leases not yet given back (what a closed env must not hold)."""
         return self._lent
 
     def counts(self) -> PoolCounts:
-        """What the pool holds now (for tests, logs and dashboards); lent items only if they come back."""
+        """What the pool holds now; lent items only if they come back."""
         lent = self._lent if self.recycler.reuses else 0
         return PoolCounts(ready=len(self._ready), lent=lent, wiping=self._wiping, starting=self._starting,
                           cold=self._cold, size=self.size, max_size=self.max_size)
 
     def spares(self) -> int:
-        """Spares kept beyond those lent: one, plus the borrowers expected while one recycling runs.
-
-        Never more than one per lent item: a borrower who finds none ready was lent one before.
-        """
+        """Spares beyond those lent: one, plus the borrowers expected during one recycling (at most one per lent)."""
         seconds, gap = self._recycle_seconds.value, self._acquire_gap.value
         during_one = math.ceil(seconds / gap) if seconds and gap else 0
         return 1 + min(during_one, self._lent + self._cold)
 
     def take_ready(self, pick: Callable[[S], bool]) -> S | None:
-        """Remove and return a ready item ``pick`` chooses (another pool's borrower needs its place), or None.
-
-        The pool then refills no sooner than a retry pause.
-        """
+        """Remove a ready item ``pick`` chooses (another pool needs its place); refill only after a pause."""
         for item in self._ready:
             if pick(item):
                 self._ready.remove(item)
@@ -325,7 +288,7 @@ class Pool(Generic[S]):
         return self._lease(self, item, reused)
 
     def _forget(self, item: S) -> Any:
-        """Drop what the pool knows of ``item`` (it is being destroyed); its fresh record."""
+        """Drop what the pool knows of ``item`` (being destroyed); its fresh record."""
         self._lent_before.discard(id(item))
         return self._records.pop(id(item), None)
 
@@ -380,7 +343,6 @@ class Pool(Generic[S]):
         return item
 
     def _fit(self, item: S) -> bool:
-        """Alive, and with most of its wall time ahead."""
         return item.connected and time.monotonic() - item.started < self._wall_seconds / 2
 
     def _population(self) -> int:
@@ -417,7 +379,6 @@ class Pool(Generic[S]):
             self._deliver(item)
 
     def _deliver(self, item: S) -> None:
-        """A ready item: to the first borrower still waiting, else onto the ready queue."""
         while self._waiters:
             waiting = self._waiters.popleft()
             if not waiting.done():
@@ -435,7 +396,7 @@ class Pool(Generic[S]):
 
 
 class Mean:
-    """A running mean that follows change: each sample weighs :data:`SMOOTHING`, the past the rest."""
+    """A running mean that follows change: each sample weighs :data:`SMOOTHING`."""
 
     def __init__(self) -> None:
         self.value = 0.0

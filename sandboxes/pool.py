@@ -1,38 +1,27 @@
-"""Choosing a backend, and warm pools of Python sandboxes that lend a ready one in about a millisecond.
+"""Warm pools of Python sandboxes, which lend a ready one in about a millisecond.
 
-Creating a sandbox costs a container start or a jail start (docs/benchmarks.md); a :class:`SandboxPool`
-pays that in the background so that ``acquire()`` only pops a ready one. It is the one pool type of
-:mod:`~agentgym.sandboxes.lending` with a start function for a backend and a recycler: when the
-caller ``close()``-s what it got, the sandbox is wiped back to fresh in the background (:class:`Wipe`)
-and goes back to the pool; one that cannot be wiped is destroyed, and the pool makes a new one.
+A :class:`SandboxPool` is :mod:`~agentgym.sandboxes.lending`'s pool with a backend's start and a
+recycler: a sandbox given back (``close()``) is wiped in the background (:class:`Wipe`) while the
+next episode starts; one that cannot be wiped is destroyed, and the pool starts another.
 
-Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime` (the one opened around
-the run, else the event loop's default) and are keyed by backend, image, limits and purpose, so every
-env of a run shares them; a shared pool starts empty and goes with its runtime. Verifiers get
-sandboxes from pools of their own (``acquire(..., verifier=True)``): a sandbox that held a task's
-hidden tests is never lent to a model's session afterwards, only to later verifiers. A verifier
-whose sandboxes play roles that must not mix names each role (``verifier="code-grader"``): each
-role has a pool of its own.
+Shared pools belong to a :class:`~agentgym.sandboxes.runtime.SandboxRuntime`, keyed by backend, image,
+limits and purpose: verifiers draw from pools of their own (``acquire(..., verifier=True)``, or a role
+name), so a sandbox that held hidden tests is never lent to a model's session afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
-import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from agentgym.errors import SandboxError
-from agentgym.sandboxes import backends, engine
+from agentgym.sandboxes.backends import resolve_backend, start
 from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
-from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder, configured
+from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder
 from agentgym.sandboxes.lending import Destroy, Lease, Pool, Recycler
 from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.supervised import SupervisedSandbox
-
-log = logging.getLogger(__name__)
 
 MAX_SHARED_SANDBOXES = 64  # a shared pool's ceiling: 32 sessions at once and their spares
 PARALLEL_STARTS = 4
@@ -40,98 +29,22 @@ PARALLEL_STARTS = 4
 SHARED = "shared sandbox pools"  # their kind in a runtime, keyed by backend, image, limits, purpose (False: models)
 
 
-async def resolve_backend(backend: str) -> str:
-    """``"docker"``, ``"local"``, or for ``"auto"`` Docker when a configured engine answers (checked once), else local.
-
-    Raises:
-        SandboxError: An unknown backend name.
-    """
-    if backend == "auto":
-        if await asyncio.to_thread(_any_engine):
-            return "docker"
-        _warn_no_docker()
-        return "local"
-    backends.get(backend)  # raises for an unknown name
-    return backend
-
-
-async def start(
-    backend: str, image: str, limits: Limits, hosts: Sequence[Endpoint] | None = None, *, spare: bool = False
-) -> SupervisedSandbox:
-    """Create one sandbox now, with no pool (``backend`` already resolved).
-
-    A Docker sandbox goes to the least loaded of ``hosts`` (default: the configured endpoints); a
-    ``spare`` only where there is room now (:class:`~agentgym.sandboxes.hosts.EndpointsFull` if none).
-
-    A caller cancelled mid-start does not leak: the start finishes and its sandbox is closed.
-
-    Raises:
-        SandboxError: The sandbox could not be started, whatever the cause; the message says why.
-    """
-    creating = asyncio.ensure_future(backends.get(backend).start(image, limits, hosts, spare=spare))
-    try:
-        return await asyncio.shield(creating)
-    except asyncio.CancelledError:
-        creating.add_done_callback(_close_orphan)
-        raise
-    except SandboxError:
-        raise
-    except Exception as e:  # e.g. the engine's HTTP API timing out: still a sandbox failure, with its reason
-        raise SandboxError(f"could not start a {backend} sandbox: {type(e).__name__}: {e}") from e
-
-
-_orphans: set[asyncio.Future[None]] = set()
-"""The closes of sandboxes whose start was cancelled, each kept until it ends (the event loop holds tasks
-only weakly). No runtime's: such a start belongs to no pool (:func:`start` is called outside pools too),
-and an entry leaves with its task, so there is nothing to close."""
-
-
-def _close_orphan(creating: asyncio.Future[SupervisedSandbox]) -> None:
-    if creating.cancelled() or creating.exception() is not None:
-        return
-    closing = asyncio.ensure_future(creating.result().close())
-    _orphans.add(closing)
-    closing.add_done_callback(_orphans.discard)
-
-
-class Wipe:
-    """The supervisor's wipe (:meth:`SupervisedSandbox.wipe`): every process, IPC object, keyring and file of
-    the code's user removed, checked, and a new Python session forked; done while the next episode starts."""
-
-    background = True
-    reuses = True
-
-    async def record(self, item: SupervisedSandbox) -> None:
-        return None
+class Wipe(Recycler[SupervisedSandbox]):
+    """The supervisor's wipe (:meth:`SupervisedSandbox.wipe`), while the next episode starts."""
 
     async def recycle(self, item: SupervisedSandbox, record: object) -> str | None:
         return await item.wipe()
 
 
-class Keep:
-    """Take the sandbox back as it is, for its next borrower, who may find what the last one left.
-
-    Only for a pool whose borrowers all run the same trusted code: the code env's graders keep their
-    grading server between verifications this way.
-    """
+class Keep(Recycler[SupervisedSandbox]):
+    """Take the sandbox back as it is: only for borrowers that all run the same trusted code (graders)."""
 
     background = False
-    reuses = True
-
-    async def record(self, item: SupervisedSandbox) -> None:
-        return None
-
-    async def recycle(self, item: SupervisedSandbox, record: object) -> str | None:
-        return None
 
 
 class SandboxLease(Lease[SupervisedSandbox]):
-    """A lent Python sandbox: the :class:`~agentgym.sandboxes.contract.Sandbox` of the one lent, until
-    ``close()`` gives it back (wiped in the background) or ``destroy()`` has it destroyed.
-
-    Whoever keeps the lease after that reaches nothing: every call raises. Anything else of the
-    sandbox's (its backend's attributes) is read through, while lent.
-    """
+    """A lent Python sandbox, a :class:`~agentgym.sandboxes.contract.Sandbox` until ``close()`` (given back)
+    or ``destroy()``; every call raises afterwards. Other attributes are read through while lent."""
 
     def __init__(self, pool: Pool[SupervisedSandbox], item: SupervisedSandbox, reused: bool) -> None:
         super().__init__(pool, item, reused)
@@ -173,11 +86,9 @@ class SandboxLease(Lease[SupervisedSandbox]):
         return self.active and await self._item.is_alive()
 
     async def close(self) -> None:
-        """Give the sandbox back to its pool (wiped for the next borrower); later calls do nothing."""
         await self.release(reusable=True)
 
     async def destroy(self) -> None:
-        """Have the sandbox destroyed rather than reused."""
         await self.release(reusable=False)
 
     async def __aenter__(self) -> SandboxLease:
@@ -188,23 +99,18 @@ class SandboxLease(Lease[SupervisedSandbox]):
 
 
 class SandboxPool(Pool[SupervisedSandbox]):
-    """Keeps Python sandboxes of one kind ready and lends them as :class:`SandboxLease`-s.
-
-    Usable as an env's ``sandbox_backend=`` provider: ``Env(sandbox_backend=SandboxPool("docker", size=8))``.
-    Sizing, and what is done with a closed sandbox, are :class:`~agentgym.sandboxes.lending.Pool`'s.
-    A hand-out does not wait for anything (no ping): the supervisor answered when it started, is idle
-    since, and its death would have closed the stream.
+    """Python sandboxes of one kind kept ready and lent as :class:`SandboxLease`-s, with no ping (a dead
+    supervisor would have closed its stream); an env's provider: ``Env(sandbox_backend=SandboxPool("docker"))``.
 
     Args:
         backend: ``"docker"``, ``"local"`` or ``"auto"``.
         image: Recipe name or image reference (Docker only; the local backend uses the host's python).
         limits: Limits for every sandbox of the pool.
-        size: Sandboxes to keep: the whole population (ready, lent, being wiped, starting).
-        max_size: The most ``size`` may grow to, and the most sandboxes the pool keeps (default ``size``).
+        size: Sandboxes to keep, lent ones included (:class:`~agentgym.sandboxes.lending.Pool`'s sizing).
+        max_size: The most ``size`` may grow to (default ``size``).
         recycle: Wipe and reuse closed sandboxes; ``False`` destroys each after a single use.
         recycler: What is done with a closed sandbox instead (:class:`Keep`); overrides ``recycle``.
-        hosts: Docker endpoints to spread sandboxes over, each up to its capacity (default: the
-            process's configured ones, see :mod:`~agentgym.sandboxes.hosts`).
+        hosts: Docker endpoints to spread sandboxes over (default: :mod:`~agentgym.sandboxes.hosts`' configured ones).
     """
 
     def __init__(
@@ -227,11 +133,6 @@ class SandboxPool(Pool[SupervisedSandbox]):
         return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
 
     async def acquire(self) -> SandboxLease:  # type: ignore[override]  # its leases are SandboxLease-s
-        """A ready sandbox; the caller must ``close()`` it (it goes back, wiped).
-
-        Raises:
-            SandboxError: The pool is shut down, or no sandbox could be created (with the reason).
-        """
         await self._resolve()
         lease = await super().acquire()
         assert isinstance(lease, SandboxLease)
@@ -242,11 +143,7 @@ class SandboxPool(Pool[SupervisedSandbox]):
         await super().fill()
 
     def reclaim(self, endpoints: Sequence[Endpoint]) -> bool:
-        """Destroy a ready spare on one of ``endpoints``, for a caller who found them all full; whether there was one.
-
-        Only on this pool's own event loop. The pool then refills no sooner than a retry pause, and
-        a spare it starts later only takes a place that is free.
-        """
+        """Destroy a ready spare on one of ``endpoints`` (all full for a caller; this loop's only); whether one was."""
         if self._loop is not asyncio.get_running_loop():
             return False
         spare = self.take_ready(lambda s: getattr(s, "endpoint", None) in endpoints)
@@ -278,15 +175,12 @@ async def acquire(
 
     Args:
         backend: ``"auto"`` (Docker when an engine answers, else local with a warning),
-            ``"docker"``, ``"local"``, or any object with ``async acquire()`` such as a
-            :class:`SandboxPool`.
+            ``"docker"``, ``"local"``, or a provider with ``async acquire()`` such as a :class:`SandboxPool`.
         image: Recipe name (``"python"``) or image reference (``"python:3.12-slim"``).
         limits: Defaults to :class:`Limits()`.
-        verifier: For a verifier, which puts what the model must not see (hidden tests) in the
-            sandbox: it comes from a pool kept for verifiers, and once closed it is wiped and lent
-            to later verifiers only, never to a model's session. From a provider object, such a
-            sandbox is destroyed on close instead of going back. A string names a role among a
-            verifier's sandboxes, with a pool of its own (they go back to that role only).
+        verifier: For a verifier, which puts hidden tests in the sandbox: it comes from (and goes back to)
+            a pool kept for verifiers, or for the role a string names; from a provider, it is destroyed on
+            close.
         runtime: Whose pools (default: :func:`~agentgym.sandboxes.runtime.current`).
 
     Raises:
@@ -303,55 +197,32 @@ async def acquire(
 
 @dataclasses.dataclass(frozen=True)
 class SandboxSupply:
-    """Where a live episode's sandboxes come from: what its verifier gets (``Episode.sandboxes``) rather than the env.
-
-    The env's backend and image and the runtime it draws from are enough to start sandboxes as the
-    env does, so a verifier needs no handle on the env itself (whose tools and state are the model's).
-
-    Attributes:
-        backend: The env's ``sandbox_backend``: a backend name or a provider such as a ``SandboxPool``.
-        image: The env's ``sandbox_image`` (``"python"`` for an env without one).
-        runtime: The runtime the env's sandboxes come from.
-    """
+    """Where a live episode's verifier gets sandboxes (``Episode.sandboxes``) as its env does, with no handle
+    on the env (whose tools and state are the model's): the env's backend, image and runtime."""
 
     backend: str | SandboxProvider
     image: str
     runtime: SandboxRuntime
 
     async def acquire(self, *, verifier: bool | str = True) -> Sandbox:
-        """A sandbox of the env's image from the runtime's verifier pool (one a model is never lent
-        afterwards; see :func:`~agentgym.sandboxes.pool.acquire`); the caller closes it."""
+        """A sandbox of the env's image from the runtime's verifier pool; the caller closes it."""
         return await acquire(self.backend, image=self.image, verifier=verifier, runtime=self.runtime)
 
 async def warm_up(
     backend: str = "auto", *, image: str = "python", limits: Limits | None = None, count: int = 1,
     verifier: bool | str = False, runtime: SandboxRuntime | None = None,
 ) -> None:
-    """Have ``count`` sandboxes ready in the shared pool that :func:`acquire` draws from, and wait for them.
-
-    Call it before a timed or latency-sensitive run (an evaluation, a benchmark), inside the runtime
-    that run uses, so that the first ``count`` acquires are warm too; ``verifier=True`` warms the
-    verifiers' pool.
-
-    Raises:
-        SandboxError: A sandbox could not be started; the message says why.
-    """
-    pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)
-    pool.size = max(pool.size, count)
-    pool.max_size = max(pool.max_size, count)
-    await pool.fill()
+    """Have ``count`` sandboxes ready in the shared pool :func:`acquire` draws from (before a timed run, in
+    its runtime), and wait for them; :class:`SandboxError` with why if one cannot start."""
+    await (await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)).warm(count)
 
 
 async def shared_pool(
     backend: str = "auto", *, image: str = "python", limits: Limits | None = None, verifier: bool | str = False,
     runtime: SandboxRuntime | None = None, keep: bool = False,
 ) -> SandboxPool:
-    """The runtime's pool :func:`acquire` draws from for these arguments, made if need be; with ``keep``, a
-    pool of its own whose closed sandboxes come back as they are (:class:`Keep`), for a verifier's role.
-
-    Raises:
-        SandboxError: An unknown backend name, or a closed runtime.
-    """
+    """The runtime's pool :func:`acquire` draws from for these arguments, made if need be (``keep``: one whose
+    closed sandboxes come back as they are, :class:`Keep`); :class:`SandboxError` for a closed runtime."""
     name = await resolve_backend(backend)
     limits = limits or Limits()
     return (runtime or current()).hold(
@@ -368,13 +239,3 @@ def shared_pools(runtime: SandboxRuntime | None = None) -> list[SandboxPool]:
 async def shutdown_pools(runtime: SandboxRuntime | None = None) -> None:
     """Shut down the runtime's shared pools (default :func:`current`), destroying their spares."""
     await (runtime or current()).release(SHARED)
-
-
-def _any_engine() -> bool:
-    """Whether one of the configured Docker endpoints answers."""
-    return any(engine.available(endpoint) for endpoint in configured())
-
-
-@functools.cache
-def _warn_no_docker() -> None:
-    log.warning("no Docker engine answers: sandboxes run on the local backend")

@@ -1,9 +1,8 @@
 """What sandbox an env needs, declared once (:class:`SandboxSpec`), and the one way it is lent (:func:`lease`).
 
-An env says what its episodes run in (a Python sandbox of an image, a browser, a container whose
-repository is reset between episodes) and the :class:`~agentgym.env.Env` base class takes a lease on
-reset and gives it back on the next reset or close, for every kind alike: which pool lends it, how it
-is recycled between borrowers and when it closes are the runtime's and the pool's, never the env's.
+An env says what its episodes run in; :class:`~agentgym.env.Env` takes a lease on reset and gives it
+back on the next reset or close. Which pool lends it, how it is recycled and when it closes are the
+runtime's and the pool's, never the env's.
 """
 
 from __future__ import annotations
@@ -15,9 +14,10 @@ from typing import Any, Literal
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.contract import Limits
 from agentgym.sandboxes.lending import Pool, Recycler
-from agentgym.sandboxes.pool import SandboxLease, SandboxProvider, acquire, start
+from agentgym.sandboxes.pool import SandboxLease, SandboxProvider, acquire
 from agentgym.sandboxes.runtime import SandboxRuntime, current
 
 Kind = Literal["python", "container", "browser"]
@@ -29,19 +29,16 @@ class SandboxSpec:
     """The sandbox an episode needs (hashable: the runtime keys its pools by it).
 
     Attributes:
-        kind: ``python``: a Python sandbox from the runtime's shared pools (Docker or local), wiped
-            between borrowers. ``container``: a Docker container of ``image`` (no local backend),
-            recycled by ``recycler`` with no spare kept (a task image is large). ``browser``: a
-            browser sandbox (:mod:`~agentgym.sandboxes.browser`), its contexts closed between borrowers.
+        kind: ``python``: from the runtime's shared pools (Docker or local), wiped between borrowers.
+            ``container``: a Docker container of ``image``, recycled by ``recycler``, no spare kept.
+            ``browser``: a browser sandbox (:mod:`~agentgym.sandboxes.browser`), contexts cleared.
         image: Recipe name or image reference (``python`` and ``container``).
-        limits: What code inside may use (:class:`~agentgym.sandboxes.contract.Limits`, or
-            ``BrowserLimits`` for a browser); default: the kind's defaults.
+        limits: :class:`~agentgym.sandboxes.contract.Limits` (``BrowserLimits`` for a browser); default the kind's.
         recycler: A ``container``'s recycler (e.g. the SWE env's reset and checks).
         max_kept: The most containers of one spec kept between episodes.
         frames: How a browser draws (``free`` or ``on_demand``).
-        held: How long an env keeps its lease: ``episode`` (given back on the next reset) or ``env``
-            (kept across episodes while alive, given back on close: a browser whose next page is
-            prepared during this episode).
+        held: How long an env keeps its lease: ``episode``, or ``env`` (across episodes while alive: a
+            browser whose next page is prepared during this episode).
     """
 
     kind: Kind = "python"
@@ -54,15 +51,13 @@ class SandboxSpec:
 
 
 async def lease(backend: str | SandboxProvider, spec: SandboxSpec, *, runtime: SandboxRuntime | None = None) -> Any:
-    """A sandbox for ``spec`` from ``runtime``'s pools (default: :func:`~agentgym.sandboxes.runtime.current`).
-
-    A :class:`~agentgym.sandboxes.lending.Lease` (for a Python sandbox or a container, a
-    :class:`~agentgym.sandboxes.pool.SandboxLease`, which is a ``Sandbox``) whose ``release()`` gives it
-    back; from a provider object (``backend`` a pool of the caller's), whatever it lends.
+    """A :class:`~agentgym.sandboxes.lending.Lease` for ``spec`` from ``runtime``'s pools (default
+    :func:`~agentgym.sandboxes.runtime.current`): a :class:`~agentgym.sandboxes.pool.SandboxLease` for a
+    Python sandbox or a container; from a provider (``backend`` a pool of the caller's), what it lends.
 
     Raises:
-        SandboxError: The spec cannot be lent here (a container with no Docker engine, a browser from a
-            provider), or its sandbox could not be started; the message says why.
+        SandboxError: The spec cannot be lent here (a container without Docker, a browser from a provider),
+            or its sandbox could not be started; the message says why.
     """
     runtime = runtime or current()
     if spec.kind == "python":
@@ -72,7 +67,7 @@ async def lease(backend: str | SandboxProvider, spec: SandboxSpec, *, runtime: S
     if spec.kind == "browser":
         from agentgym.sandboxes.browser.pool import browser_pool
 
-        return await (await browser_pool(backend, spec.limits, frames=spec.frames, runtime=runtime)).lend()
+        return await (await browser_pool(backend, spec.limits, frames=spec.frames, runtime=runtime)).acquire()
     if backend not in ("auto", "docker") or not await asyncio.to_thread(engine.available):
         raise SandboxError(f"a container sandbox of {spec.image} needs Docker (its files live in the container's "
                            f"own filesystem, which the local backend cannot give); backend {backend!r}"

@@ -42,11 +42,14 @@ def answer_format(pattern: str) -> Any:
     return answer_format
 
 
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
 def normalize_answer(text: str) -> str:
     """Lower-case, drop punctuation and articles, squeeze spaces (SQuAD's normalisation)."""
-    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def gold_answers(task: Task) -> list[str]:

@@ -6,10 +6,11 @@
 The judge sees the task prompt, the reference answer when ``task.data["answer"]`` holds one (a value
 or a list), and the model's final answer, and must reply with
 ``{"id": ..., "reasoning": ..., "score": <0..1>}``. A reply
-that is not that JSON is asked again (``max_retries``); API errors are retried by litellm. A judge
-that still fails scores 0 with ``judge_error`` set in the components, so a broken judge shows up in
-the run's metrics instead of crashing the batch. Judges are easy to fool: run
-:func:`~agentgym.rewards.probes.probe_judge` before trusting one.
+that is not that JSON is asked again (``max_retries``); API errors are retried with backoff, as every
+LLM call in agentgym is (:class:`~agentgym.policies.LiteLLMPolicy`). A judge that still fails scores 0
+with ``judge_error`` set in the components, so a broken judge shows up in the run's metrics instead of
+crashing the batch. Judges are easy to fool: run :func:`~agentgym.rewards.probes.probe_judge` before
+trusting one.
 
 The answer is written by the policy being trained, which will say whatever raises its grade, so it
 reaches the judge only as data it cannot break out of (see :func:`data_block`):
@@ -36,12 +37,15 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agentgym.credentials import check_credentials
-from agentgym.llm import litellm_module
+from agentgym.errors import PolicyError
 from agentgym.rewards.verifier import Episode, final_text
-from agentgym.types import Reward, Task, Trajectory
+from agentgym.types import Message, Reward, Task, Trajectory
+
+if TYPE_CHECKING:
+    from agentgym.policies.base import Policy
 
 SYSTEM_PROMPT = """You are a strict grader. You read a question, a reference answer if one is given, \
 and a response written by the model under test. You grade only the final answer in the response \
@@ -123,8 +127,8 @@ class LLMJudge:
         rubric: What earns credit, in words; it goes into the prompt.
         api_base: An OpenAI-compatible endpoint (a local server, a proxy).
         api_key: Passed to litellm; by default litellm reads the provider's environment variable.
-        max_retries: Extra attempts after a reply that is not a valid verdict; litellm also retries
-            API errors (429, 5xx) this many times.
+        max_retries: Extra attempts after a reply that is not a valid verdict, and after an API error
+            (429, 5xx) for each request.
         timeout: Seconds per request.
         answer: Extracts the answer to grade from a trajectory; :func:`final_text` by default.
         name: The component name the score is recorded under.
@@ -150,6 +154,18 @@ class LLMJudge:
         self.timeout = timeout
         self.answer = answer
         self.name = name
+        self._llm: Policy | None = None
+
+    def _model(self) -> Policy:
+        """The judge's model, called as every LLM in agentgym is (:class:`~agentgym.policies.LiteLLMPolicy`:
+        retries with backoff on rate limits and server errors, a per-call timeout)."""
+        if self._llm is None:
+            from agentgym.policies.litellm import LiteLLMPolicy
+
+            self._llm = LiteLLMPolicy(self.model, api_base=self.api_base, api_key=self.api_key, temperature=0.0,
+                                      timeout=self.timeout, max_attempts=self.max_retries + 1,
+                                      extra={"response_format": {"type": "json_object"}})
+        return self._llm
 
     def check(self) -> None:
         """Fail now if no grading can work: an unknown provider, a missing or refused key.
@@ -179,22 +195,16 @@ class LLMJudge:
 
     async def grade(self, task: Task, answer: str) -> Reward:
         """Grade one answer to ``task`` directly (what :meth:`score` does after extracting the answer)."""
-        litellm = litellm_module()
-        kwargs: dict[str, Any] = {"api_base": self.api_base, "api_key": self.api_key}
         nonce = new_nonce(answer)
-        messages = self.messages(task, answer, nonce)
+        messages = [Message(role=m["role"], content=m["content"]) for m in self.messages(task, answer, nonce)]
         problem = ""
         for attempt in range(self.max_retries + 1):
             try:
-                response = await litellm.acompletion(
-                    model=self.model, messages=messages, temperature=0.0, timeout=self.timeout,
-                    num_retries=self.max_retries, response_format={"type": "json_object"},
-                    **{k: v for k, v in kwargs.items() if v is not None},
-                )
-            except Exception as e:  # litellm raises many provider-specific types; all mean "no verdict"
-                problem = f"{type(e).__name__}: {e}"
-                break  # litellm has already retried the request itself
-            text = response.choices[0].message.content or ""
+                reply = await self._model().act(messages, [], task=task)
+            except PolicyError as e:  # every way a call fails means "no verdict"
+                problem = str(e)
+                break  # the call was already tried again (rate limits, server errors)
+            text = reply.message.content or ""
             try:
                 value, reasoning = parse_verdict(text, nonce)
             except ValueError as e:

@@ -103,7 +103,8 @@ def as_verifier(obj: VerifierLike, *, name: str | None = None) -> Verifier:
     raise TypeError(f"{obj!r} is neither a Verifier nor a scoring function")
 
 
-_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+"""A reasoning model's ``<think>`` block: not its answer (:func:`final_text`), nor a turn's text (TRL rollouts)."""
 _CONFIDENCE = re.compile(r"\s*<confidence>[^<]*</confidence>", re.IGNORECASE)
 
 
@@ -119,4 +120,4 @@ def final_text(trajectory: Trajectory) -> str:
     text = trajectory.final_answer
     if text is None:
         text = next((t.action.text for t in reversed(trajectory.turns) if t.action.role == "assistant"), "")
-    return _CONFIDENCE.sub("", _THINK.sub("", text)).strip()
+    return _CONFIDENCE.sub("", THINK.sub("", text)).strip()

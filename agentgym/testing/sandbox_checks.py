@@ -231,7 +231,7 @@ async def check_sandbox(
     if unknown:
         raise KeyError(f"unknown sandbox checks {unknown}; known: {', '.join(SANDBOX_CHECKS)}")
     if isinstance(backend, str):
-        from agentgym.sandboxes.pool import resolve_backend, start
+        from agentgym.sandboxes.backends import resolve_backend, start
 
         resolved = await resolve_backend(backend)
 

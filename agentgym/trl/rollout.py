@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from agentgym.env import Env
 from agentgym.errors import EnvError
 from agentgym.policies.chat_template import chat_dicts, use_tool_schemas
 from agentgym.rewards.group import zero_signal_groups
+from agentgym.rewards.verifier import THINK
 from agentgym.trl import _loop
 from agentgym.trl._episode import finish
 from agentgym.trl.components import component_reward_funcs
@@ -36,8 +36,6 @@ from agentgym.trl.environment import TASK_COLUMN, EnvSource, component_config, e
 from agentgym.trl.generation import generate
 from agentgym.trl.metrics import episode_metrics, log_batch
 from agentgym.types import Message, Task, Trajectory
-
-_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 
 
 class TemplateRenderer:
@@ -211,7 +209,7 @@ class EnvRollout:
                     start = len(rollouts[i].completion_ids)
                     rollouts[i].add(new, 1, list(logprobs[j][: room[i]]) if logprobs is not None else None)
                     rollouts[i].spans.append([start, start + len(new)])
-                    text = _THINK.sub("", tokenizer_decode(renderer.tokenizer, new))
+                    text = THINK.sub("", tokenizer_decode(renderer.tokenizer, new))
                     actions.append(Message(role="assistant", content=text))
 
                 async def step_all(actions: list[Message] = actions, active: list[int] = active) -> list[Any]:

@@ -43,6 +43,7 @@ from typing import Any
 
 from agentgym.errors import DataError, SandboxError
 from agentgym.sandboxes import (
+    Lease,
     Limits,
     PythonResult,
     Sandbox,
@@ -70,7 +71,14 @@ GRADING_MODES = ("isolated", "inprocess")
 """How a submission may be graded: see :func:`verify` and docs/threat-model.md, "Grading modes"."""
 SUBMISSIONS, GRADERS = "code-submission", "code-grader"  # the roles' pools (``acquire(..., verifier=ROLE)``)
 
-_servers: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # grader sandboxes whose session runs the server
+_servers: weakref.WeakSet[object] = weakref.WeakSet()
+"""Grader sandboxes whose session runs the server: the sandboxes themselves, which outlive each lease on
+them (the graders' pool takes them back as they are, :class:`~agentgym.sandboxes.Keep`)."""
+
+
+def _lent(sandbox: Sandbox) -> object:
+    """What a lease lends (the same sandbox at every loan), else ``sandbox`` itself (from no pool)."""
+    return sandbox.held if isinstance(sandbox, Lease) else sandbox
 
 # Defines a module inside a sandbox, so the grader's and the server's ``import`` work: from its code
 # compiled here when the sandbox's Python reads this one's bytecode (the same magic number), else from its
@@ -367,12 +375,12 @@ class Tests:
     async def start(self, deadline: float) -> dict[str, Any]:
         """Start the tests (and the server, in a sandbox that has none yet); their first frame."""
         code = f"_agentgym_graders.start({json.dumps(self.job)!r}, {self._seconds(deadline)!r})\n"
-        if self.sandbox not in _servers:
+        if _lent(self.sandbox) not in _servers:
             code = (f"{_INSTALL}\n{_install('agentgym_plain', 'plain')}\n"
                     f"_agentgym_graders = {_install('agentgym_grader', 'grader')}.Server()\n"
                     + code)
         event = await self._run(code, deadline)
-        _servers.add(self.sandbox)
+        _servers.add(_lent(self.sandbox))
         self.started = True
         return event
 

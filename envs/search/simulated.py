@@ -29,9 +29,10 @@ import re
 from typing import Any
 
 from agentgym.envs.search.backend import Document, SearchProviderError, SearchResult, current_task
-from agentgym.errors import ToolError
-from agentgym.llm import litellm_module
+from agentgym.errors import PolicyError, ToolError
+from agentgym.policies.litellm import LiteLLMPolicy
 from agentgym.rewards import gold_answers
+from agentgym.types import Message, Task
 
 _PROMPT = """You are a web search engine. Write the top {k} results for the query below, as JSON:
 {{"results": [{{"title": "...", "url": "https://...", "snippet": "one or two sentences", \
@@ -49,6 +50,7 @@ The correct answer is: {answer}
 Useful results must state this answer in their content; noisy results must not.
 """
 
+_NO_TASK = Task(id="simulated-search", prompt="")  # the writer model plays no task; a policy's act() takes one
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -63,7 +65,7 @@ class SimulatedSearch:
         api_key: Passed to litellm; else the provider's usual environment variable.
         temperature: Sampling temperature of the writer model.
         timeout: Seconds for one model call.
-        retries: litellm's retries of a failed call; one more call is made if the JSON is unreadable.
+        retries: Further tries of a failed call; one more call is made if the JSON is unreadable.
         answer_hint: Tell the writer the episode's question and first gold answer.
     """
 
@@ -96,22 +98,17 @@ class SimulatedSearch:
         self.retries = retries
         self.answer_hint = answer_hint
         self.task_dependent = answer_hint
+        self._writer = LiteLLMPolicy(model, api_base=api_base, api_key=api_key, temperature=temperature,
+                                     timeout=timeout, max_attempts=retries + 1)
 
     async def _complete(self, prompt: str) -> str:
-        litellm = litellm_module()
+        """The writer model's page for ``prompt``, called as every LLM in agentgym is (a
+        :class:`~agentgym.policies.LiteLLMPolicy`: retries with backoff, a per-call timeout)."""
         try:
-            response = await litellm.acompletion(
-                model=self.model,
-                messages=[{"role": "user", "content": prompt}],
-                temperature=self.temperature,
-                api_base=self.api_base,
-                api_key=self.api_key,
-                timeout=self.timeout,
-                num_retries=self.retries,
-            )
-        except Exception as e:  # litellm raises its own hierarchy; all of it means "no results"
-            raise SearchProviderError(f"simulated search ({self.model}): {type(e).__name__}: {e}") from e
-        return response.choices[0].message.content or ""
+            reply = await self._writer.act([Message(role="user", content=prompt)], [], task=_NO_TASK)
+        except PolicyError as e:  # every way a call fails means "no results"
+            raise SearchProviderError(f"simulated search: {e}") from e
+        return reply.message.content or ""
 
     async def search(self, query: str, k: int) -> list[SearchResult]:
         rng = random.Random(f"{self.seed}|{k}|{query}")

@@ -6,23 +6,12 @@ Normalisation is the official SQuAD v1.1 one: lower-case, drop punctuation, drop
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable
 from typing import Literal
 
-from agentgym.rewards import Episode, gold_answers
+from agentgym.rewards import Episode, gold_answers, normalize_answer
 from agentgym.types import Reward
-
-_PUNCTUATION = set(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def normalize_answer(text: str) -> str:
-    """Lower-case, strip punctuation and articles, and collapse whitespace."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def exact_match(prediction: str, gold: str) -> float:

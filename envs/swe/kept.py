@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.errors import EnvError, SandboxError
-from agentgym.sandboxes import Limits, SupervisedSandbox, engine, start, supervisor_sources
+from agentgym.sandboxes import Limits, Recycler, SupervisedSandbox, engine, start, supervisor_sources
 
 from .tasks import REPO_DIR
 
@@ -211,7 +211,7 @@ def _expected(path: str) -> bool:
 
 
 @dataclass(frozen=True)
-class GitReset:
+class GitReset(Recycler[SupervisedSandbox]):
     """The SWE pools' recycler: a given-back container is reset to ``base_commit`` and checked against what
     it looked like fresh (:func:`reset_to_base`); one that fails a check is destroyed, with the reason.
 
@@ -221,7 +221,6 @@ class GitReset:
 
     base_commit: str
     background = False
-    reuses = True
 
     async def record(self, item: SupervisedSandbox) -> Fresh:
         return await snapshot(item)

@@ -2,15 +2,15 @@
 
 The front door (needs the ``gui`` extra, i.e. Playwright; ``import agentgym`` does not import it)::
 
-    from agentgym.sandboxes.browser import acquire_browser, release_browser
+    from agentgym.sandboxes.browser import browser_pool
 
-    sandbox = await acquire_browser("auto")        # Docker when an engine answers, else local (warned)
+    lease = await (await browser_pool("auto")).acquire()  # Docker when an engine answers, else local (warned)
     try:
-        context = await sandbox.new_context(viewport={"width": 160, "height": 210})
+        context = await lease.held.new_context(viewport={"width": 160, "height": 210})
         page = await context.new_page()             # an ordinary Playwright page
         ...
     finally:
-        await release_browser(sandbox)              # contexts closed, browser kept warm for the next episode
+        await lease.release()                       # contexts closed, browser kept warm for the next episode
 
 Backends: ``docker`` runs Debian's Chromium headless shell in a container with ``--network none`` (no route to the
 host or anywhere else; serve pages with :func:`serve_directory` or Playwright routes), capped
@@ -22,13 +22,7 @@ See ``docs/browser-sandbox.md``.
 
 from agentgym.sandboxes.browser.frames import PageFrames
 from agentgym.sandboxes.browser.launch import BrowserLimits
-from agentgym.sandboxes.browser.pool import (
-    BrowserPool,
-    acquire_browser,
-    browser_pool,
-    release_browser,
-    warm_up_browsers,
-)
+from agentgym.sandboxes.browser.pool import BrowserPool, browser_pool
 from agentgym.sandboxes.browser.sandbox import PING_TIMEOUT, BrowserSandbox, create_browser
 from agentgym.sandboxes.browser.serve import abort_all, serve_directory
 
@@ -39,10 +33,7 @@ __all__ = [
     "BrowserSandbox",
     "PageFrames",
     "abort_all",
-    "acquire_browser",
     "browser_pool",
     "create_browser",
-    "release_browser",
     "serve_directory",
-    "warm_up_browsers",
 ]

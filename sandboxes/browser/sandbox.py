@@ -316,7 +316,7 @@ class BrowserSandbox:
 
 async def create_browser(backend: str = "auto", limits: BrowserLimits | None = None, *,
                          frames: Frames = "free", runtime: SandboxRuntime | None = None) -> BrowserSandbox:
-    """Start one browser sandbox now, with no pool (see :func:`acquire_browser` for a warm one).
+    """Start one browser sandbox now, with no pool (see :func:`browser_pool` for warm ones).
 
     It runs on ``runtime``'s Playwright driver (:mod:`~agentgym.sandboxes.browser.driver`), so
     closing that runtime closes it if its caller has not.
@@ -337,7 +337,7 @@ async def create_browser(backend: str = "auto", limits: BrowserLimits | None = N
     Raises:
         SandboxError: The browser could not be started; the message says why.
     """
-    from agentgym.sandboxes.pool import resolve_backend
+    from agentgym.sandboxes.backends import resolve_backend
 
     if frames not in ("free", "on_demand"):
         raise SandboxError(f"frames must be 'free' or 'on_demand', not {frames!r}")

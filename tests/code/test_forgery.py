@@ -441,7 +441,7 @@ class Recorder:
         self.ends: list[str] = []
 
     async def acquire(self):
-        from agentgym.sandboxes.pool import resolve_backend, start
+        from agentgym.sandboxes.backends import resolve_backend, start
 
         sandbox = await start(await resolve_backend(self.backend), "python", LIMITS)
         recorder = self

@@ -100,13 +100,16 @@ async def play_and_fuzz(tasks: list[Task], backend: str, found: dict[str, dict])
 
 @pytest.mark.timeout(1800)  # 5 minutes a backend on the 2-core machine, 10 when it is busy
 async def test_no_task_runs_typed_markup_and_honest_play_trips_no_policy_violation(backend):
-    """Every task, on two browsers at once: random clicks trip no violation, markup typed anywhere runs nothing."""
+    """Every task on Docker, every fourth on the local backend (what runs typed markup is the page and its
+    Content-Security-Policy, the same on both; the backends' isolation has tests of its own), on two
+    browsers at once: random clicks trip no violation, markup typed anywhere runs nothing."""
     started = time.monotonic()
-    tasks = list(GUIEnv(names="all").tasks())
+    every = list(GUIEnv(names="all").tasks())
+    assert len(every) == len(task_names()) >= 100
+    tasks = every if backend == "docker" else every[::4]
     found: dict[str, dict] = {"not graded": {}, "violations": {}, "ran": {}}
     await asyncio.gather(play_and_fuzz(tasks[0::2], backend, found), play_and_fuzz(tasks[1::2], backend, found))
     print(f"\nplayed and fuzzed {len(tasks)} tasks on {backend} in {time.monotonic() - started:.0f} s")
-    assert len(tasks) == len(task_names()) >= 100
     assert not found["not graded"] and not found["violations"], found
     assert not found["ran"], f"typed markup ran as script in {found['ran']}"
 
@@ -301,7 +304,7 @@ async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tm
     opens WebSockets and WebRTC connections to this machine's addresses: nothing arrives, over TCP or UDP."""
     import socket
 
-    from agentgym.sandboxes.browser import acquire_browser, release_browser, serve_directory
+    from agentgym.sandboxes.browser import browser_pool, serve_directory
 
     tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     tcp.bind(("0.0.0.0", 0))
@@ -312,7 +315,8 @@ async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tm
     udp.bind(("0.0.0.0", port))
     udp.setblocking(False)
     (tmp_path / "index.html").write_text("<html><body>reach out</body></html>")
-    browser = await acquire_browser(backend)
+    lease = await (await browser_pool(backend)).acquire()
+    browser = lease.held
     try:
         context = await browser.new_context()
         origin = await serve_directory(context, tmp_path)
@@ -320,7 +324,7 @@ async def test_a_page_reaches_no_host_address_by_websocket_or_webrtc(backend, tm
         await page.goto(origin + "index.html")
         await page.evaluate(REACH_OUT, [port, host_addresses()])
     finally:
-        await release_browser(browser)
+        await lease.release()
     arrived = []
     with contextlib.suppress(BlockingIOError):
         arrived.append(tcp.accept())

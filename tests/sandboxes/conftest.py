@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.testing.sandbox_checks import SMALL
 from tests.conftest import docker_or_skip

@@ -31,10 +31,9 @@ from agentgym.sandboxes.browser import (
     BrowserLimits,
     BrowserPool,
     BrowserSandbox,
-    acquire_browser,
+    browser_pool,
     create_browser,
     launch,
-    release_browser,
     serve_directory,
 )
 from agentgym.sandboxes.browser import sandbox as browser_sandbox
@@ -224,18 +223,22 @@ async def test_the_pool_hands_out_a_warm_browser_and_takes_it_back_clean(backend
     try:
         await pool.fill()
         assert pool.ready == 1
-        first = await pool.acquire()
+        lease = await pool.acquire()
+        first = lease.held
         page = await open_site(first, site)
         await page.evaluate("localStorage.setItem('k', 'v')")
-        await pool.release(first)
+        await lease.release()
         assert first.browser.contexts == []  # cleared on the way back
+        with pytest.raises(SandboxError, match="given back"):
+            lease.held  # noqa: B018  # a spent lease reaches nothing
 
-        again = await pool.acquire()  # the warm one comes back, not a new start
-        assert again is first and await again.is_alive()
+        lease = await pool.acquire()  # the warm one comes back, not a new start
+        again = lease.held
+        assert again is first and lease.reused and await again.is_alive()
         page = await open_site(again, site)
         assert await page.evaluate("localStorage.getItem('k')") is None
 
-        await pool.release(again, reusable=False)  # e.g. a page misbehaved: closed, not kept
+        await lease.release(reusable=False)  # e.g. a page misbehaved: closed, not kept
         assert not again.connected
         await wait_until(lambda: pool.ready >= 1, "the pool starts a replacement")
     finally:
@@ -245,11 +248,12 @@ async def test_the_pool_hands_out_a_warm_browser_and_takes_it_back_clean(backend
 async def test_a_dead_browser_is_not_taken_back(backend: str) -> None:
     pool = BrowserPool(backend, size=0)
     try:
-        sandbox = await pool.acquire()
+        lease = await pool.acquire()
+        sandbox = lease.held
         await sandbox.kill_browser()
         await wait_until(lambda: sandbox.lost is not None, "the sandbox notices its browser is gone")
-        await pool.release(sandbox)
-        assert sandbox not in pool._ready
+        why = await lease.release()  # recycled while the giver waits: refused, and said why
+        assert why is not None and pool.discarded[-1] == why and pool.ready == 0
     finally:
         await pool.shutdown()
 
@@ -257,19 +261,20 @@ async def test_a_dead_browser_is_not_taken_back(backend: str) -> None:
 async def test_a_runtime_runs_its_browsers_on_one_driver_and_closing_it_leaves_nothing(backend: str) -> None:
     before = drivers()  # the default runtime's, if an earlier test started browsers with no runtime
     async with SandboxRuntime() as rt:
-        sandbox = await acquire_browser(backend)  # from the runtime's shared pool
+        lease = await (await browser_pool(backend)).acquire()  # from the runtime's shared pool
+        sandbox = lease.held
         own = await create_browser(backend)  # no pool, no close: still the runtime's to close
         started = drivers() - before
         assert len(started) == 1  # the driver the runtime started, for both
-        await release_browser(sandbox)
-        assert await acquire_browser(backend) is sandbox  # the shared pool reuses it
+        await lease.release()
+        assert (await (await browser_pool(backend)).acquire()).held is sandbox  # the shared pool reuses it
         assert drivers() - before == started and rt.kinds() == [SHARED, DRIVER]
     assert not sandbox.connected and not own.connected  # lent or made, they went with the runtime
     assert drivers() == before  # and so did its driver
     if backend == "docker":
         await wait_until(lambda: not {sandbox.id, own.id} & browser_containers(), "the containers are removed")
     async with SandboxRuntime():  # a runtime after one closed starts a driver of its own
-        again = await acquire_browser(backend)
+        again = (await (await browser_pool(backend)).acquire()).held
         assert again is not sandbox and await again.is_alive()
         assert len(drivers() - before) == 1
     assert not again.connected and drivers() == before
@@ -278,11 +283,11 @@ async def test_a_runtime_runs_its_browsers_on_one_driver_and_closing_it_leaves_n
 async def test_runtimes_on_two_event_loops_each_stop_only_their_own_driver() -> None:
     before = drivers()
     async with SandboxRuntime():
-        here = await acquire_browser("local")
+        here = (await (await browser_pool("local")).acquire()).held
 
         async def elsewhere() -> tuple[int, bool]:
             async with SandboxRuntime():
-                there = await acquire_browser("local")
+                there = (await (await browser_pool("local")).acquire()).held
                 return len(drivers() - before), await there.is_alive()
 
         assert await asyncio.to_thread(asyncio.run, elsewhere()) == (2, True)  # both runtimes' drivers at once

@@ -24,7 +24,7 @@ async def test_the_plain_twins_meet_the_contract(backend: str, check: str, monke
     calls through the supervisor instead of on the lent session's own pipes, and on Docker the attach
     stream instead of the direct socket (both what a remote engine gets, where no descriptor travels)."""
     from agentgym.sandboxes import docker, hosts
-    from agentgym.sandboxes.pool import resolve_backend, start
+    from agentgym.sandboxes.backends import resolve_backend, start
 
     resolved = await resolve_backend(backend)
     if resolved == "docker":
@@ -50,7 +50,7 @@ async def test_the_oldest_python_promised_meets_the_contract() -> None:
 
 async def test_a_backend_that_breaks_the_contract_is_named_with_the_check(backend: str) -> None:
     """A sandbox whose exec loses stderr fails exec_output_and_exit_codes, and the error says so."""
-    from agentgym.sandboxes.pool import resolve_backend, start
+    from agentgym.sandboxes.backends import resolve_backend, start
 
     async def lossy():  # type: ignore[no-untyped-def]
         box = await start(await resolve_backend(backend), "python", SMALL)
@@ -70,7 +70,7 @@ async def test_a_backend_that_breaks_the_contract_is_named_with_the_check(backen
 
 async def test_a_fork_that_copies_nothing_or_shares_breaks_the_contract(backend: str) -> None:
     """Forks that start empty, or that are one sandbox handed out twice, fail the fork check."""
-    from agentgym.sandboxes.pool import resolve_backend, start
+    from agentgym.sandboxes.backends import resolve_backend, start
 
     resolved = await resolve_backend(backend)
 

@@ -12,8 +12,9 @@ import pytest
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import Lease, commit, engine, fork, reaper
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.local import create as create_local
-from agentgym.sandboxes.pool import SandboxPool, start
+from agentgym.sandboxes.pool import SandboxPool
 from agentgym.sandboxes.supervised import SupervisedSandbox
 from agentgym.sandboxes.supervisor import copier
 from tests.conftest import docker_or_skip

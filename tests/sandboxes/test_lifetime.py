@@ -12,9 +12,9 @@ import pytest
 
 from agentgym.errors import SandboxTimeout
 from agentgym.sandboxes import engine
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.docker import DockerSandbox
 from agentgym.sandboxes.local import LocalSandbox
-from agentgym.sandboxes.pool import start
 from agentgym.sandboxes.supervised import GRACE_SECONDS, SupervisedSandbox
 from tests.sandboxes.conftest import SMALL
 

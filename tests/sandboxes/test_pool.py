@@ -8,8 +8,9 @@ import pytest
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import Keep, SandboxPool, acquire, shutdown_pools, warm_up
+from agentgym.sandboxes.backends import resolve_backend
 from agentgym.sandboxes.engine import available
-from agentgym.sandboxes.pool import resolve_backend, shared_pool
+from agentgym.sandboxes.pool import shared_pool
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL
 

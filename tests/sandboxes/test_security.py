@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.supervised import SupervisedSandbox
 from tests.network import NO_ROUTE, PROBE, UNANSWERED, host_addresses, outcomes
 from tests.sandboxes.conftest import SMALL

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentgym.sandboxes import Lease, local
-from agentgym.sandboxes.pool import SandboxPool, start
+from agentgym.sandboxes.backends import start
+from agentgym.sandboxes.pool import SandboxPool
 from agentgym.sandboxes.supervised import SupervisedSandbox
 from tests.conftest import docker_or_skip
 from tests.sandboxes.conftest import SMALL

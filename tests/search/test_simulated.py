@@ -80,7 +80,7 @@ async def test_unreadable_output_is_asked_again_then_fails() -> None:
             await simulated(s).search("q", 1)
 
 
-async def test_server_errors_are_retried_by_litellm() -> None:
+async def test_server_errors_are_retried() -> None:
     with FakeOpenAI(writer, faults=["500"]) as s:
         results = await simulated(s, retries=2).search("q", 2)
         assert len(results) == 2 and s.served == {"500": 1, "ok": 1}

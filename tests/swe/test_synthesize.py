@@ -20,7 +20,7 @@ import pytest
 from agentgym.envs.swe import synthesize as syn
 from agentgym.envs.swe.sdist_image import build_sdist_image
 from agentgym.envs.swe.testrun import ERROR, FAILED, PASSED, run_tests
-from agentgym.sandboxes.pool import start
+from agentgym.sandboxes.backends import start
 from tests.conftest import docker_or_skip
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]  # three packages built and synthesized

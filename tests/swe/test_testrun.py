@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agentgym.envs.swe import testrun
+from agentgym.sandboxes.backends import start
 from agentgym.sandboxes.contract import Limits
-from agentgym.sandboxes.pool import start
 from tests.conftest import docker_or_skip
 
 SUITE = '''
