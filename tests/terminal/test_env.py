@@ -98,8 +98,7 @@ def verdict(trajectory: Trajectory) -> dict[str, Any]:
 
 async def test_every_oracle_passes_and_every_baseline_fails(fixtures: dict[str, Task]) -> None:
     oracle, baseline = (TerminalEnv.scripted_policies()[name]() for name in ("oracle", "baseline"))
-    solved = [name for name in fixtures if harbor_task(fixtures[name]).solution is not None
-              and name != "background-server"]
+    solved = [name for name in fixtures if harbor_task(fixtures[name]).solution is not None]
     runs = await play(*[(fixtures[name], oracle) for name in solved],
                       *[(task, baseline) for task in fixtures.values()])
     graded = {(run.task_id.rsplit("/", 1)[-1], i < len(solved)): run for i, run in enumerate(runs)}
@@ -115,11 +114,26 @@ async def test_the_oracle_refuses_a_task_without_a_solution(fixtures: dict[str, 
     assert run.outcome == "error" and "ships no solution/solve.sh" in (run.failure or "")
 
 
-async def test_a_server_left_running_is_graded_only_when_kept(fixtures: dict[str, Task]) -> None:
-    """Killing what the agent left (the default) stops the background-server task's server too."""
+LIVE_SERVER_TEST = """python3 - <<'EOF'
+import urllib.request
+
+try:
+    with urllib.request.urlopen("http://127.0.0.1:8080/index.html", timeout=5) as response:
+        served = response.read()
+except OSError:
+    served = b""
+open("/logs/verifier/reward.txt", "w").write(str(int(served == open("/tests/index.html", "rb").read())))
+EOF
+"""
+
+
+async def test_a_server_left_running_is_graded_only_when_kept(fixtures: dict[str, Task], tmp_path: Path) -> None:
+    """Killing what the agent left (the default) stops a server too: a task whose tests talk to the server
+    the agent leaves running (as some Harbor tasks' do) needs ``agent_processes="keep"``."""
+    live = copy_task(tmp_path, "background-server", "graded-on-a-live-server", test=LIVE_SERVER_TEST)
     oracle = TerminalEnv.scripted_policies()["oracle"]()
-    [kept] = await play((fixtures["background-server"], oracle), agent_processes="keep")
-    [killed] = await play((fixtures["background-server"], oracle))
+    [kept] = await play((live, oracle), agent_processes="keep")
+    [killed] = await play((live, oracle))
     assert kept.outcome_reward == 1.0, verdict(kept)
     assert verdict(kept)["agent_processes"].endswith("left running")
     assert killed.outcome_reward == 0.0 and verdict(killed)["agent_processes"].endswith("killed")

@@ -1,13 +1,8 @@
 #!/bin/bash
+# The page must be what the server served: saved in /app, and the GET in the server's own log.
 mkdir -p /logs/verifier
-python3 - <<'EOF'
-import urllib.request
-
-try:
-    with urllib.request.urlopen("http://127.0.0.1:8080/index.html", timeout=5) as response:
-        served = response.read()
-except OSError:
-    served = b""
-reward = int(served == open("/tests/index.html", "rb").read())
-open("/logs/verifier/reward.txt", "w").write(f"{reward}\n")
-EOF
+if cmp -s /app/fetched.html /tests/index.html && grep -q '"GET /index.html HTTP' /tmp/http.log 2>/dev/null; then
+    echo 1 > /logs/verifier/reward.txt
+else
+    echo 0 > /logs/verifier/reward.txt
+fi
