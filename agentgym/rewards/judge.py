@@ -196,7 +196,7 @@ class LLMJudge:
     async def grade(self, task: Task, answer: str) -> Reward:
         """Grade one answer to ``task`` directly (what :meth:`score` does after extracting the answer)."""
         nonce = new_nonce(answer)
-        messages = [Message(role=m["role"], content=m["content"]) for m in self.messages(task, answer, nonce)]
+        messages = [Message.model_validate(m) for m in self.messages(task, answer, nonce)]
         problem = ""
         for attempt in range(self.max_retries + 1):
             try:
@@ -204,7 +204,7 @@ class LLMJudge:
             except PolicyError as e:  # every way a call fails means "no verdict"
                 problem = str(e)
                 break  # the call was already tried again (rate limits, server errors)
-            text = reply.message.content or ""
+            text = reply.message.text
             try:
                 value, reasoning = parse_verdict(text, nonce)
             except ValueError as e:

@@ -108,7 +108,7 @@ class SimulatedSearch:
             reply = await self._writer.act([Message(role="user", content=prompt)], [], task=_NO_TASK)
         except PolicyError as e:  # every way a call fails means "no results"
             raise SearchProviderError(f"simulated search: {e}") from e
-        return reply.message.content or ""
+        return reply.message.text
 
     async def search(self, query: str, k: int) -> list[SearchResult]:
         rng = random.Random(f"{self.seed}|{k}|{query}")
