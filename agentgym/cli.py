@@ -173,6 +173,8 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, object]:
     env_kwargs: dict[str, object] = {"sandbox_backend": args.sandbox}
     if args.max_turns is not None:
         env_kwargs["max_turns"] = args.max_turns
+    if getattr(args, "base_image", None):
+        env_kwargs["base_images"] = dict(args.base_image)
     env_kwargs.update(dict(args.env_arg))
     _refuse_object_args(env_kwargs)
     backend = env_kwargs["sandbox_backend"]
@@ -260,6 +262,15 @@ def _env_arg(text: str) -> tuple[str, object]:
         return key, value
 
 
+def _base_image(text: str) -> tuple[str, str]:
+    """``PUBLIC=LOCAL``: a base image name as task Dockerfiles spell it, and the local image that stands for it."""
+    public, sep, local = text.partition("=")
+    if not sep or not public.strip() or not local.strip():
+        raise argparse.ArgumentTypeError(f"expected PUBLIC=LOCAL (python:3.13-slim-bookworm=agentgym/python), "
+                                         f"got {text!r}")
+    return public.strip(), local.strip()
+
+
 def _at_least_one(kind: type[int] | type[float]) -> Any:
     """An argparse type for a count or a duration: a number, and above zero."""
 
@@ -312,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_docker_host_option(ev, "a Docker engine for sandboxes, with the most sandboxes it may hold")
     ev.add_argument("--tasks", help="a task file in the env's format (read by the env's load_tasks)")
     ev.add_argument("--max-turns", type=count, help="end an episode (truncated) after N turns (default: the env's)")
+    ev.add_argument("--base-image", type=_base_image, action="append", default=[], metavar="PUBLIC=LOCAL",
+                    help="terminal env: build FROM PUBLIC (or run docker_image PUBLIC) with the local image LOCAL, "
+                         "an image reference or an agentgym recipe (repeatable); nothing is pulled")
     ev.add_argument("--env-arg", type=_env_arg, action="append", default=[], metavar="KEY=VALUE",
                     help="a keyword argument for the environment (repeatable), e.g. split=nyt")
     ev.add_argument("--out", help="trajectories JSONL, in an existing directory (default runs/ENV__MODEL.jsonl); "

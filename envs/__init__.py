@@ -17,6 +17,7 @@ def register_builtin() -> None:
     register("agentgym/toy-v0", "agentgym.envs.toy.env:ColourEnv", aliases=["toy"])
     register("agentgym/search-v0", "agentgym.envs.search.env:SearchEnv", aliases=["search"])
     register("agentgym/swe-v0", "agentgym.envs.swe.env:SWEEnv", aliases=["swe"])
+    register("agentgym/terminal-v0", "agentgym.envs.terminal.env:TerminalEnv", aliases=["terminal"])
     register("agentgym/mcp-v0", "agentgym.mcp.env:MCPEnv", aliases=["mcp"])
     register("agentgym/gui-v0", "agentgym.envs.gui.env:GUIEnv", aliases=["gui"])
     register("agentgym/gui-predict-v0", "agentgym.envs.gui.predict:GUIPredictEnv", aliases=["gui-predict"])

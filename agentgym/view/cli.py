@@ -59,8 +59,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from agentgym.view import export
 
     to, dest = args.to
+    if to == "harbor":
+        from agentgym.envs.terminal.cli import export_tasks
+
+        return export_tasks(args)
     if to not in FORMATS:
-        raise DataError(f"--to {to}: expected one of {', '.join(FORMATS)}")
+        raise DataError(f"--to {to}: expected one of {', '.join(FORMATS)}, or harbor")
     if Path(dest).exists() and not args.force:
         raise DataError(f"{dest} exists; pass --force to replace it")
     disable_progress_bar()
@@ -107,10 +111,15 @@ def add_commands(sub: Any) -> None:
     view.add_argument("--port", type=_port, default=8765, help="port for --serve (0: any free port)")
     view.set_defaults(func=_needs_view_extra(_cmd_view))
 
-    ex = sub.add_parser("export", help="convert runs to a Hugging Face dataset or parquet, and back")
-    ex.add_argument("source", help="a run's JSONL, a folder of runs, a save_to_disk folder or a parquet file")
+    ex = sub.add_parser("export", help="convert runs to a Hugging Face dataset or parquet, and back; "
+                                       "write an env's tasks as Harbor task folders")
+    ex.add_argument("source", help="a run's JSONL, a folder of runs, a save_to_disk folder or a parquet file; "
+                                   "for --to harbor, an env (code)")
     ex.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "DEST"),
-                    help="datasets DIR (save_to_disk), parquet FILE, or jsonl FILE (back to a run)")
+                    help="datasets DIR (save_to_disk), parquet FILE, jsonl FILE (back to a run), or harbor DIR "
+                         "(the env's tasks, tests and oracle included, for any harness that reads Harbor folders)")
+    ex.add_argument("--tasks", help="--to harbor: a task file in the env's format (default: the env's own)")
+    ex.add_argument("--limit", type=int, help="--to harbor: the first N tasks only")
     ex.add_argument("--for", dest="for_", choices=["sft"],
                     help="sft: chat messages and tool schemas for TRL's SFTTrainer instead of full trajectories")
     ex.add_argument("--successful-only", action="store_true", help="only episodes that succeeded")

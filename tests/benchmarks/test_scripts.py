@@ -207,3 +207,11 @@ def test_code_grading_cost(tmp_path: Path) -> None:
         assert figures["20000_calls_passed"] is True and figures["humaneval_passed"] == "3/3"
         assert figures["20000_calls_s"] > 0 and figures["humaneval_s_per_task"] > 0
     assert result["dry_run"]["kept_isolated"] == "3/3"
+
+
+def test_harbor_terminal(tmp_path: Path) -> None:
+    result = run_quick("harbor_terminal", tmp_path)
+    assert result["info"]["commit"] and result["tasks"] == 4
+    assert (result["oracle_passed"], result["baseline_passed"], result["oracle_failed"]) == (4, 0, [])
+    assert result["samples"] == 2 and all(is_spread(result[k]) for k in ("grading_ms", "docker_run_ms"))
+    assert result["grading_vs_docker_run"]["min"] > 0

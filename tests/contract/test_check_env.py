@@ -15,8 +15,9 @@ from agentgym.testing import EnvCheckError, check_env
 ADAPTERS = {"agentgym/mcp-v0"}
 """Envs whose tools and tasks come from the user (MCP servers): no tasks or reference of their own to check;
 tests/mcp plays them against real MCP servers."""
-DOCKER_ONLY = {"agentgym/swe-v0"}
-"""Envs that need Docker and tasks of the user's: tests/swe/test_env.py runs check_env on them with its own tasks."""
+DOCKER_ONLY = {"agentgym/swe-v0", "agentgym/terminal-v0"}
+"""Envs that need Docker and tasks of the user's: tests/swe/test_env.py and tests/terminal/test_env.py run
+check_env on them with their own tasks."""
 BUILTIN = [env_id for env_id in agentgym.registered()
            if env_id.startswith("agentgym/") and env_id not in ADAPTERS | DOCKER_ONLY]
 

@@ -1,0 +1,1 @@
+"""A small package with one bug, for the legacy-fields fixture."""

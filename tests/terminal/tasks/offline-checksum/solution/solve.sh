@@ -1,0 +1,2 @@
+#!/bin/bash
+md5sum /app/blob.bin > /app/blob.md5

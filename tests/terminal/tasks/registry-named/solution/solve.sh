@@ -1,0 +1,2 @@
+#!/bin/bash
+tac /app/lines.txt > /app/reversed.txt
