@@ -114,8 +114,8 @@ async def make_row(row: dict[str, Any], *, timeout: float = 600.0) -> dict[str, 
         bound = min(timeout, max(BEFORE_SECONDS, BEFORE_FACTOR * (time.monotonic() - started)))
         await sandbox.exec(f"{GIT} apply -R /tmp/agentgym-patch.diff", cwd=REPO_DIR, timeout=120)
         before = await testrun.run_tests(sandbox, command, tests=files, cwd=REPO_DIR, timeout=bound)
-        passed_before = (before.passed if _finished(before) else
-                         await _passing(sandbox, command, sorted(after.passed), timeout=bound))
+        passed_before = (before.passed if _finished(before) else  # else: it did not finish, so in parts
+                         await _passing_in_parts(sandbox, command, sorted(after.passed), timeout=bound))
     finally:
         await sandbox.destroy()
     fail_to_pass = sorted(after.passed - passed_before)
@@ -128,8 +128,9 @@ async def make_row(row: dict[str, Any], *, timeout: float = 600.0) -> dict[str, 
 BEFORE_SECONDS = 20.0
 BEFORE_FACTOR = 5.0
 """A run before the fix is stopped after BEFORE_FACTOR times the fixed run's seconds, at least BEFORE_SECONDS."""
-SPLIT = 4
-"""Into how many parts the tests of a run that did not finish are cut: each level costs one bounded run."""
+SPLIT = 8
+"""Into how many parts the tests of a run that did not finish are cut: each level costs a bounded run per
+part that holds a test that does not finish, so fewer levels (more parts) cost less."""
 
 
 def _finished(run: testrun.SuiteResult) -> bool:
@@ -138,13 +139,19 @@ def _finished(run: testrun.SuiteResult) -> bool:
 
 
 async def _passing(sandbox: Sandbox, command: str, ids: list[str], *, timeout: float) -> frozenset[str]:
-    """Which of the test ``ids`` pass, when a run of them all does not finish (one hangs, or takes all the
-    memory, as a bug may): quarters are run until each finishes; a single test that does not counts as failing."""
+    """Which of the test ``ids`` pass: one run, or when it does not finish (a test hangs, or takes all the
+    memory, as a bug may), :func:`_passing_in_parts`."""
     run = await testrun.run_tests(sandbox, command, tests=ids, cwd=REPO_DIR, timeout=timeout)
     if _finished(run):
         return run.passed & set(ids)
     if len(ids) <= 1:
-        return frozenset()
+        return frozenset()  # a single test that does not finish counts as failing
+    return await _passing_in_parts(sandbox, command, ids, timeout=timeout)
+
+
+async def _passing_in_parts(sandbox: Sandbox, command: str, ids: list[str], *, timeout: float) -> frozenset[str]:
+    """Which of the test ``ids`` pass, for ids whose run together did not finish: each of :data:`SPLIT`
+    parts run by :func:`_passing`, cut again until it finishes."""
     size = -(-len(ids) // SPLIT)
     passed: frozenset[str] = frozenset()
     for start in range(0, len(ids), size):
