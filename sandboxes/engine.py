@@ -147,3 +147,18 @@ def remove_container(container_id: str, endpoint: Endpoint | None = None) -> Non
     except docker.errors.APIError as e:
         if e.status_code != 409:  # 409: removal already in progress (AutoRemove)
             raise
+
+
+def changed_paths(container_id: str, endpoint: Endpoint | None = None) -> list[str]:
+    """``docker diff``: the paths of a container's filesystem changed since its image, asked of the engine
+    (what runs inside cannot hide a change from it).
+
+    Raises:
+        SandboxError: The engine could not say (the container is gone, the engine is down).
+    """
+    import docker
+
+    try:
+        return [change["Path"] for change in client(endpoint).api.diff(container_id) or []]
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"docker diff failed: {e}") from e

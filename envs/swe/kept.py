@@ -93,7 +93,8 @@ async def snapshot(sandbox: SupervisedSandbox) -> Fresh:
     ignored = [line[3:] for line in status.splitlines() if line.startswith("!! ")]
     record = await _inside(sandbox, "record", json.dumps(ignored))
     scratch = await _run(sandbox, _LIST_SCRATCH, "listing scratch directories")
-    return Fresh(status=status, scratch=scratch, diff=frozenset(await asyncio.to_thread(_docker_diff, sandbox.id)),
+    diff = frozenset(await asyncio.to_thread(engine.changed_paths, sandbox.id))
+    return Fresh(status=status, scratch=scratch, diff=diff,
                  record=record, ignored=json.loads(record)["ignored"])
 
 
@@ -137,15 +138,6 @@ async def _run(sandbox: SupervisedSandbox, cmd: str, what: str, *, cwd: str = RE
     return done.stdout
 
 
-def _docker_diff(container_id: str) -> list[str]:
-    import docker
-
-    try:
-        return [change["Path"] for change in engine.client().api.diff(container_id) or []]
-    except docker.errors.DockerException as e:
-        raise SandboxError(f"docker diff failed: {e}") from e
-
-
 async def reset_to_base(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: str) -> str | None:
     """Reset a used sandbox to its fresh state at ``base_commit``; None when every check passes, else why not."""
     try:
@@ -184,7 +176,8 @@ async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit
         return ("modes, link counts, extended attributes or folders' inodes of tracked entries differ after the "
                 f"reset: {changed_metadata}")
     # Only now, with every git command of the reset done: a lock file git holds would show in it.
-    changed = [p for p in await asyncio.to_thread(_docker_diff, sandbox.id) if p not in fresh.diff and not _expected(p)]
+    now = await asyncio.to_thread(engine.changed_paths, sandbox.id)
+    changed = [p for p in now if p not in fresh.diff and not _expected(p)]
     if changed:
         return f"docker diff shows changes outside the work tree: {changed[:5]}"
     left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()

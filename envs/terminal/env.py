@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.env import Env
-from agentgym.envs.swe.kept import _docker_diff
 from agentgym.errors import EnvError, ToolError
 from agentgym.policies.base import Policy
-from agentgym.sandboxes import Destroy, Limits, SandboxSpec
+from agentgym.sandboxes import Destroy, Limits, SandboxSpec, engine
 from agentgym.tools import tool
 from agentgym.types import Message, StepResult, Task
 
@@ -156,7 +155,7 @@ class TerminalEnv(Env):
         await self.sandbox.write_file(f"{SHELL_DIR}/run", _RUN)
         await self.sandbox.write_file(f"{SHELL_DIR}/cwd", self.image.workdir + "\n")
         await self.sandbox.write_file(f"{SHELL_DIR}/env", "")
-        self.fresh_diff = frozenset(await asyncio.to_thread(_docker_diff, self.sandbox.id))
+        self.fresh_diff = frozenset(await asyncio.to_thread(engine.changed_paths, self.sandbox.id))
 
     async def final_state(self) -> Finished:
         """The container, for the verifier to grade in place (no snapshot: the tests read the container)."""

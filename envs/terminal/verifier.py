@@ -35,7 +35,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym.envs.swe.kept import _docker_diff
 from agentgym.errors import SandboxError
 from agentgym.rewards.verifier import Episode
 from agentgym.sandboxes import CODE_USER, Endpoint, engine
@@ -117,7 +116,7 @@ def changed_system_paths(state: Finished) -> Reward | None:
     """A 0 naming the first path under :data:`SYSTEM_PATHS` that ``docker diff`` shows changed since the
     episode began, or None. Asked of the engine: nothing in the container runs for it."""
     assert state.container is not None
-    tampered = [p for p in _docker_diff(state.container) if p not in state.fresh_diff
+    tampered = [p for p in engine.changed_paths(state.container, state.endpoint) if p not in state.fresh_diff
                 and any(p == s or p.startswith(s + "/") for s in SYSTEM_PATHS)]
     if not tampered:
         return None
