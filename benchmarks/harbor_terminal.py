@@ -33,7 +33,7 @@ from stats import spread
 import agentgym
 from agentgym.envs.code.tasks import load_tasks as code_tasks
 from agentgym.envs.terminal.env import TerminalEnv, harbor_task
-from agentgym.envs.terminal.export import SOLUTION, export_code_tasks
+from agentgym.envs.terminal.export import export_code_tasks
 from agentgym.envs.terminal.images import image_for
 from agentgym.rewards.verifier import Episode
 from agentgym.rollout import rollout
@@ -130,7 +130,6 @@ async def measure(limit: int, samples: int, concurrency: int) -> dict[str, Any]:
         "docker_run_ms": spread([s * 1e3 for s in plain]),
         "grading_vs_docker_run": spread(ratios),
         "samples": len(graded),
-        "solution_path": SOLUTION,
     }
 
 
