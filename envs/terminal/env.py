@@ -72,9 +72,11 @@ def as_task(harbor: HarborTask) -> Task:
     return Task(id=harbor.name, prompt=harbor.instruction, data={"path": str(harbor.path)})
 
 
-def limits_for(harbor: HarborTask) -> Limits:
+def limits_for(harbor: HarborTask, *, network: bool = False) -> Limits:
     """The container's limits from ``[environment]``: cpus, memory, storage (each tmpfs and any one file),
-    the network when ``network_mode = "public"``; a lifetime that outlasts the agent and the tests."""
+    a lifetime that outlasts the agent and the tests, and the network only when the task asks for it
+    (``network_mode = "public"``, harbor's default) and ``network`` allows it: Docker's bridge network
+    reaches this machine's own addresses, which the task's code must not see unless the user says so."""
     environment = harbor.config.environment
     defaults = Limits()
     agent = harbor.config.agent.timeout_sec or DEFAULT_AGENT_TIMEOUT
@@ -83,7 +85,7 @@ def limits_for(harbor: HarborTask) -> Limits:
         memory_mb=environment.memory_mb or 2048,
         disk_mb=environment.storage_mb or 1024,
         pids=512,
-        network=environment.network_mode == NetworkMode.PUBLIC,
+        network=network and environment.network_mode == NetworkMode.PUBLIC,
         writable_root=True,
         wall_seconds=max(defaults.wall_seconds, 2 * (agent + harbor.config.verifier.timeout_sec + 300)),
         output_bytes=1 << 20,
@@ -104,7 +106,7 @@ class TerminalEnv(Env):
     verifier = TerminalVerifier()
 
     def __init__(self, *, tasks: str | Path | None = None, base_images: Mapping[str, str] | None = None,
-                 agent_processes: Literal["kill", "keep"] = "kill", **kwargs: Any) -> None:
+                 agent_processes: Literal["kill", "keep"] = "kill", network: bool = False, **kwargs: Any) -> None:
         """
         Args:
             tasks: A Harbor task folder, or a folder of them (:func:`~agentgym.envs.terminal.task.load_tasks`).
@@ -112,6 +114,8 @@ class TerminalEnv(Env):
                 engine does not have (``{"python:3.13-slim-bookworm": "agentgym/python"}``).
             agent_processes: ``kill``: every process the agent left is killed before the tests run;
                 ``keep``: left running, for tasks whose tests talk to a server the agent started.
+            network: Give a task whose ``network_mode`` is ``public`` (harbor's default) Docker's bridge
+                network; off by default, so no task's code reaches this machine's addresses unasked.
             **kwargs: ``max_turns``, ``sandbox_backend`` (``"auto"`` or ``"docker"``), ``runtime``... as for
                 :class:`~agentgym.env.Env`.
         """
@@ -124,6 +128,7 @@ class TerminalEnv(Env):
         if agent_processes not in ("kill", "keep"):
             raise EnvError(f"agent_processes={agent_processes!r}: use 'kill' or 'keep'")
         self.agent_processes = agent_processes
+        self.network = network
         self.image: TaskImage | None = None
         self.deadline = 0.0
         self.fresh_diff: frozenset[str] = frozenset()
@@ -145,8 +150,8 @@ class TerminalEnv(Env):
         """A new container of the task's image, destroyed after the episode (:data:`DESTROY`)."""
         harbor = harbor_task(task)
         self.image = await asyncio.to_thread(image_for, harbor, self.base_images)
-        return SandboxSpec(kind="container", image=self.image.ref, limits=limits_for(harbor), recycler=DESTROY,
-                           max_kept=1)
+        limits = limits_for(harbor, network=self.network)
+        return SandboxSpec(kind="container", image=self.image.ref, limits=limits, recycler=DESTROY, max_kept=1)
 
     async def setup(self, task: Task) -> None:
         assert self.image is not None

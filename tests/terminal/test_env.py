@@ -149,6 +149,16 @@ async def test_the_shell_keeps_its_directory_and_variables(fixtures: dict[str, T
     assert run.outcome_reward == 1.0, verdict(run)
 
 
+async def test_a_public_task_gets_a_network_only_when_the_user_allows_it(fixtures: dict[str, Task]) -> None:
+    """harbor's default ``network_mode`` is public, but Docker's bridge reaches this machine's addresses."""
+    hello = fixtures["hello-file"]
+    assert harbor_task(hello).config.environment.network_mode == "public"
+    look = Script("ls /sys/class/net")
+    [closed], [opened] = await play((hello, look)), await play((hello, look), network=True)
+    assert str(closed.turns[0].observation[0].content) == "exit code 0\nlo\n"
+    assert "eth0" in str(opened.turns[0].observation[0].content)
+
+
 async def test_the_agents_time_bounds_the_episode(tmp_path: Path, fixtures: dict[str, Task]) -> None:
     folder = Path(copy_task(tmp_path, "hello-file", "short-time").data["path"])
     (folder / "task.toml").write_text("[agent]\ntimeout_sec = 3.0\n")
