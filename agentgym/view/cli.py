@@ -114,11 +114,12 @@ def add_commands(sub: Any) -> None:
     ex = sub.add_parser("export", help="convert runs to a Hugging Face dataset or parquet, and back; "
                                        "write an env's tasks as Harbor task folders")
     ex.add_argument("source", help="a run's JSONL, a folder of runs, a save_to_disk folder or a parquet file; "
-                                   "for --to harbor, an env (code)")
+                                   "for --to harbor, an env (code, swe)")
     ex.add_argument("--to", required=True, nargs=2, metavar=("FORMAT", "DEST"),
                     help="datasets DIR (save_to_disk), parquet FILE, jsonl FILE (back to a run), or harbor DIR "
                          "(the env's tasks, tests and oracle included, for any harness that reads Harbor folders)")
-    ex.add_argument("--tasks", help="--to harbor: a task file in the env's format (default: the env's own)")
+    ex.add_argument("--tasks", help="--to harbor: a task file in the env's format (default: the env's own; "
+                                    "swe needs one)")
     ex.add_argument("--limit", type=int, help="--to harbor: the first N tasks only")
     ex.add_argument("--for", dest="for_", choices=["sft"],
                     help="sft: chat messages and tool schemas for TRL's SFTTrainer instead of full trajectories")

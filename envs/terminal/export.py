@@ -92,7 +92,7 @@ def _write_one(task: Task, folder: Path, base_image: str) -> None:
     (folder / "environment" / "Dockerfile").write_text(f"FROM {base_image}\nWORKDIR /app\n")
     tests = folder / "tests"
     tests.mkdir()
-    _script(tests / "test.sh", TEST_SH)
+    script(tests / "test.sh", TEST_SH)
     here = resources.files("agentgym.envs.terminal.exported")
     for name in ("check.py", "run_submission.py"):
         (tests / name).write_text(here.joinpath(name).read_text())
@@ -100,9 +100,10 @@ def _write_one(task: Task, folder: Path, base_image: str) -> None:
     if data.get("canonical_solution") is not None:
         (folder / "solution").mkdir()
         source = base64.b64encode((data["prompt"] + data["canonical_solution"]).encode()).decode()
-        _script(folder / "solution" / "solve.sh", f"#!/bin/bash\necho {source} | base64 -d > {SOLUTION}\n")
+        script(folder / "solution" / "solve.sh", f"#!/bin/bash\necho {source} | base64 -d > {SOLUTION}\n")
 
 
-def _script(path: Path, text: str) -> None:
+def script(path: Path, text: str) -> None:
+    """Write an executable script."""
     path.write_text(text)
     path.chmod(0o755)
