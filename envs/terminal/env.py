@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentgym.env import Env
-from agentgym.errors import EnvError, ToolError
+from agentgym.errors import EnvError, SandboxError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.sandboxes import Destroy, Limits, SandboxSpec, engine
 from agentgym.tools import tool
 from agentgym.types import Message, StepResult, Task
 
-from .config import NetworkMode
+from .config import NetworkMode, VerifierEnvironmentMode
 from .images import TaskImage, image_for
 from .policies import Oracle, SubmitAtOnce
 from .task import HarborTask, load_task, load_tasks
-from .verifier import Finished, TerminalVerifier
+from .verifier import Finished, TerminalVerifier, changed_system_paths
 
 DESTROY = Destroy()
 """The recycler of every terminal container: destroyed after its episode. The verifier copied the task's
@@ -106,7 +106,8 @@ class TerminalEnv(Env):
     verifier = TerminalVerifier()
 
     def __init__(self, *, tasks: str | Path | None = None, base_images: Mapping[str, str] | None = None,
-                 agent_processes: Literal["kill", "keep"] = "kill", network: bool = False, **kwargs: Any) -> None:
+                 agent_processes: Literal["kill", "keep"] = "kill", network: bool = False,
+                 verifier_container: Literal["task", "shared", "separate"] = "task", **kwargs: Any) -> None:
         """
         Args:
             tasks: A Harbor task folder, or a folder of them (:func:`~agentgym.envs.terminal.task.load_tasks`).
@@ -116,6 +117,10 @@ class TerminalEnv(Env):
                 ``keep``: left running, for tasks whose tests talk to a server the agent started.
             network: Give a task whose ``network_mode`` is ``public`` (harbor's default) Docker's bridge
                 network; off by default, so no task's code reaches this machine's addresses unasked.
+            verifier_container: Where the tests run: ``task``, as ``[verifier].environment_mode`` says
+                (the agent's container unless it says ``separate``); ``shared``, the agent's container;
+                ``separate``, a fresh container started from a copy of the agent's files (its writable
+                root and its ``/tmp``; no process of the agent's), destroyed after.
             **kwargs: ``max_turns``, ``sandbox_backend`` (``"auto"`` or ``"docker"``), ``runtime``... as for
                 :class:`~agentgym.env.Env`.
         """
@@ -129,6 +134,9 @@ class TerminalEnv(Env):
             raise EnvError(f"agent_processes={agent_processes!r}: use 'kill' or 'keep'")
         self.agent_processes = agent_processes
         self.network = network
+        if verifier_container not in ("task", "shared", "separate"):
+            raise EnvError(f"verifier_container={verifier_container!r}: use 'task', 'shared' or 'separate'")
+        self.verifier_container = verifier_container
         self.image: TaskImage | None = None
         self.deadline = 0.0
         self.fresh_diff: frozenset[str] = frozenset()
@@ -163,12 +171,28 @@ class TerminalEnv(Env):
         self.fresh_diff = frozenset(await asyncio.to_thread(engine.changed_paths, self.sandbox.id))
 
     async def final_state(self) -> Finished:
-        """The container, for the verifier to grade in place (no snapshot: the tests read the container)."""
+        """The container for the verifier: the agent's, or in separate mode a fork of it (:meth:`separate`)."""
         assert self.task is not None and self.image is not None
+        harbor = harbor_task(self.task)
         if not self.has_sandbox:
-            return Finished(harbor_task(self.task), None, None, self.image.workdir)
-        return Finished(harbor_task(self.task), self.sandbox.id, getattr(self.sandbox, "endpoint", None),
-                        self.image.workdir, self.fresh_diff, self.agent_processes == "kill")
+            return Finished(harbor, None, None, self.image.workdir)
+        agent = Finished(harbor, self.sandbox.id, getattr(self.sandbox, "endpoint", None), self.image.workdir,
+                         self.fresh_diff, self.agent_processes == "kill")
+        if not self.separate(harbor) or await asyncio.to_thread(changed_system_paths, agent) is not None:
+            return agent  # a changed system path is graded 0 in the agent's container, before any copy
+        try:
+            (copy,) = await self.sandbox.fork(1)
+        except SandboxError as e:
+            return Finished(harbor, None, None, self.image.workdir, why_none=f"copying the agent's container "
+                            f"for the tests failed: {e}")
+        return Finished(harbor, copy.id, getattr(copy, "endpoint", None), self.image.workdir,
+                        frozenset(await asyncio.to_thread(engine.changed_paths, copy.id)), True, copy.close)
+
+    def separate(self, harbor: HarborTask) -> bool:
+        """Whether the tests run in a container of their own, started from the agent's files."""
+        if self.verifier_container != "task":
+            return self.verifier_container == "separate"
+        return harbor.config.verifier.environment_mode == VerifierEnvironmentMode.SEPARATE
 
     async def step(self, action: Message | Mapping[str, Any]) -> StepResult:
         """A turn; past ``[agent].timeout_sec`` the episode ends there, truncated, and is graded."""

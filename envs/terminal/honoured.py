@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgym.envs.terminal.config import NetworkMode, VerifierEnvironmentMode
+from agentgym.envs.terminal.config import NetworkMode
 
 HONOURED: frozenset[str] = frozenset({
     "schema_version",  # also read from `version`; recorded, any value
@@ -25,7 +25,7 @@ HONOURED: frozenset[str] = frozenset({
     "agent.timeout_sec",
     "verifier.timeout_sec",
     "verifier.env",  # literal values only
-    "verifier.environment_mode",  # "shared" only: the verifier runs in the agent's container
+    "verifier.environment_mode",  # "separate": the tests run in a copy of the agent's container
     "solution.env",  # literal values only
     "environment.build_timeout_sec",
     "environment.docker_image",
@@ -91,8 +91,6 @@ _VALUE_CHECKS: dict[str, Any] = {
     "environment.gpus": lambda v: None if v in (None, 0) else "only 0 is honoured: the terminal env gives no GPUs",
     "environment.network_mode": lambda v: None if v in (NetworkMode.PUBLIC, NetworkMode.NO_NETWORK)
     else "only 'public' and 'no-network' are honoured",
-    "verifier.environment_mode": lambda v: None if v in (None, VerifierEnvironmentMode.SHARED)
-    else "only 'shared' is honoured: the verifier runs in the agent's container",
     "verifier.env": _literal_env,
     "solution.env": _literal_env,
 }

@@ -32,6 +32,7 @@ import json
 import math
 import tarfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,10 @@ class Finished:
     """``docker diff`` paths when the episode began (the engine's own: ``/usr/sbin/docker-init``)."""
     kill_agent: bool = True
     """Step 2's kill; off for tasks graded on a server the agent leaves running (``agent_processes="keep"``)."""
+    discard: Callable[[], Awaitable[None]] | None = None
+    """Destroys ``container`` once graded, when it is a copy made for the tests (separate mode)."""
+    why_none: str = "the episode holds no container to grade"
+    """Why ``container`` is None."""
 
 
 class TerminalVerifier:
@@ -80,8 +85,12 @@ class TerminalVerifier:
         state = episode.state
         assert isinstance(state, Finished)
         if state.container is None:
-            return failed("the episode holds no container to grade")
-        return await asyncio.to_thread(grade, state)
+            return failed(state.why_none)
+        try:
+            return await asyncio.to_thread(grade, state)
+        finally:
+            if state.discard is not None:
+                await state.discard()
 
 
 def failed(reason: str, **info: Any) -> Reward:
@@ -106,7 +115,8 @@ def grade(state: Finished) -> Reward:
         timed_out, exit_code, seconds = run_tests(state)
         output = _root(state, f"tail -c {OUTPUT_TAIL} /logs/verifier/test-stdout.txt 2>/dev/null; true")[1]
         run = {"exit_code": exit_code, "timed_out": timed_out, "seconds": round(seconds, 2), "output_tail": output,
-               "agent_processes": f"{len(agent)} {'killed' if state.kill_agent else 'left running'}"}
+               "agent_processes": f"{len(agent)} {'killed' if state.kill_agent else 'left running'}",
+               "container": "separate" if state.discard is not None else "shared"}
         return read_reward(state, run)
     except (docker.errors.DockerException, SandboxError) as e:
         return failed(f"the container could not be graded (it may be gone): {e}")

@@ -19,11 +19,13 @@ import agentgym
 from agentgym.cli import main
 from agentgym.envs.terminal.env import TerminalEnv, harbor_task
 from agentgym.envs.terminal.images import image_for, rewrite_from
+from agentgym.envs.terminal.policies import SubmitAtOnce
 from agentgym.errors import EnvError
 from agentgym.parsing import native_tool_call
 from agentgym.policies.base import Reply
 from agentgym.rollout import rollout
-from agentgym.sandboxes import SandboxRuntime
+from agentgym.sandboxes import SandboxRuntime, engine
+from agentgym.sandboxes.commit import IMAGE_LABEL
 from agentgym.types import Message, Task, ToolSpec, Trajectory
 from tests.conftest import docker_or_skip
 
@@ -137,6 +139,26 @@ async def test_a_server_left_running_is_graded_only_when_kept(fixtures: dict[str
     assert kept.outcome_reward == 1.0, verdict(kept)
     assert verdict(kept)["agent_processes"].endswith("left running")
     assert killed.outcome_reward == 0.0 and verdict(killed)["agent_processes"].endswith("killed")
+
+
+async def test_a_separate_verifier_grades_a_copy_of_the_agents_files(fixtures: dict[str, Task], tmp_path: Path) -> None:
+    """``environment_mode = "separate"`` (or ``verifier_container="separate"``): the tests run in a fresh
+    container started from the agent's files, its writable root and ``/tmp``, with none of its processes
+    (so a server it left running is not there even with ``agent_processes="keep"``); the copy goes after."""
+    separate = copy_task(tmp_path, "hello-file", "hello-separate", toml='environment_mode = "separate"\n')
+    live = copy_task(tmp_path, "background-server", "live-separate", test=LIVE_SERVER_TEST)
+    oracle = TerminalEnv.scripted_policies()["oracle"]
+    through_tmp = Script("printf 'Hello, world!\\n' > /tmp/hello.txt && ln -s /tmp/hello.txt /app/hello.txt")
+    images = set(engine.client().images.list(filters={"label": IMAGE_LABEL}))
+    solved, linked, baseline = await play((separate, oracle()), (separate, through_tmp), (separate, SubmitAtOnce()))
+    [server] = await play((live, oracle()), agent_processes="keep", verifier_container="separate")
+    [shared] = await play((separate, oracle()), verifier_container="shared")
+    assert solved.outcome_reward == 1.0 and verdict(solved)["container"] == "separate", verdict(solved)
+    assert linked.outcome_reward == 1.0, verdict(linked)
+    assert baseline.outcome_reward == 0.0 and verdict(baseline)["container"] == "separate"
+    assert server.outcome_reward == 0.0 and verdict(server)["container"] == "separate"
+    assert shared.outcome_reward == 1.0 and verdict(shared)["container"] == "shared"
+    assert set(engine.client().images.list(filters={"label": IMAGE_LABEL})) == images  # each copy's image went
 
 
 async def test_the_shell_keeps_its_directory_and_variables(fixtures: dict[str, Task]) -> None:

@@ -138,7 +138,6 @@ def test_a_badly_typed_field_is_named_as_task_toml_spells_it(tmp_path):
     ("[agent]\nuser = 'agent'\n", "agent.user"),
     ("[agent]\nnetwork_mode = 'no-network'\n", "agent.network_mode"),
     ("[verifier]\nuser = 1000\n", "verifier.user"),
-    ("[verifier]\nenvironment_mode = 'separate'\n", "verifier.environment_mode"),
     ("[verifier.environment]\ncpus = 1\n", "verifier.environment"),
     ("[[verifier.collect]]\ncommand = 'true'\n", "verifier.collect"),
     ("[verifier.env]\nTOKEN = '${TOKEN}'\n", "verifier.env"),
@@ -163,6 +162,7 @@ def test_every_refusal_is_named_at_once(tmp_path):
 @pytest.mark.parametrize("toml", [
     "[environment]\nos = 'Linux'\ngpus = 0\nmcp_servers = []\nnetwork_mode = 'public'\n",
     "[verifier]\nenvironment_mode = 'shared'\n[verifier.env]\nLEVEL = 'debug'\n",
+    "[verifier]\nenvironment_mode = 'separate'\n",
     "[environment.env]\n[solution.env]\n[agent]\ntimeout_sec = 60\n",
     "[environment]\nallow_internet = true\n",
 ])
