@@ -14,8 +14,8 @@ the whole change; a turn that changed nothing gets about 0, however the episode 
     result.advantages    # one per turn
     result.sandbox_seconds, result.forks   # what the branching cost
 
-Only envs whose sandbox forks can branch (code, SWE, terminal, and any env with a
-``sandbox_image``); others are refused by name, since their state outside the conversation cannot
+Only envs whose sandbox forks can branch (code, SWE, terminal, and any env that holds a
+sandbox); others are refused by name, since their state outside the conversation cannot
 be copied faithfully: envs with no sandbox, and envs that set ``branchable = False`` because their
 state lives in processes a fork does not copy (the GUI env's browser page, the MCP env's servers).
 """
@@ -70,7 +70,7 @@ def _check_forkable(env: Env) -> None:
         raise EnvError(f"{type(env).__name__} cannot branch: its state lives in processes (a browser, MCP servers) "
                        "that sandbox.fork does not copy (branching works for envs whose sandbox forks: code, SWE, "
                        "terminal)")
-    if env.sandbox_image is None or not env.has_sandbox:
+    if not env.has_sandbox:
         raise EnvError(f"{type(env).__name__} cannot branch: it holds no sandbox to fork, so its state outside the "
                        "conversation cannot be copied (branching works for envs whose sandbox forks: code, SWE, "
                        "terminal)")

@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agentgym.types import ToolSpec
 
+OUTPUT_CHARS = 16000
+"""How much of a command's output a shell tool returns (the SWE and terminal envs' ``bash``)."""
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _SECTION_HEADER = re.compile(r"^\s*(Returns|Raises|Yields|Examples?|Notes?):\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -149,3 +151,12 @@ def collect_tools(cls: type, *, reserved: frozenset[str] = frozenset()) -> dict[
                 )
             found[spec.name] = spec
     return found
+
+
+def cut(text: str, limit: int = OUTPUT_CHARS) -> str:
+    """``text``, or its head and tail with a note of how much was cut from the middle: a tool's long
+    output keeps both the command's start and its end (where errors and summaries are)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"

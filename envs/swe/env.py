@@ -18,7 +18,7 @@ from agentgym.env import Dodge, Env
 from agentgym.errors import EnvError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.sandboxes import SandboxSpec
-from agentgym.tools import tool
+from agentgym.tools import OUTPUT_CHARS, cut, tool
 from agentgym.types import Task
 
 from . import testrun
@@ -29,19 +29,10 @@ from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
 from .verifier import RewardKind, Submitted, SWEVerifier, graded_test_files
 
-OUTPUT_CHARS = 16000
 """Characters of a command's output the model reads: the first and last halves, the middle cut."""
 MAX_BASH_SECONDS = 600.0
 NAME_MAX = 255  # bytes in one file name, as Linux file systems allow
 LISTING_ENTRIES = 400
-
-
-def cut(text: str, limit: int = OUTPUT_CHARS) -> str:
-    """``text``, or its head and tail with a note of how much was cut from the middle."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
 class SWEEnv(Env):

@@ -19,7 +19,7 @@ from agentgym.env import Env
 from agentgym.errors import EnvError, SandboxError, ToolError
 from agentgym.policies.base import Policy
 from agentgym.sandboxes import Destroy, Limits, SandboxSpec, engine
-from agentgym.tools import tool
+from agentgym.tools import cut, tool
 from agentgym.types import Message, StepResult, Task
 
 from .config import NetworkMode, VerifierEnvironmentMode
@@ -34,7 +34,6 @@ hidden tests into it and ran them as root there, so no later episode may have it
 DEFAULT_AGENT_TIMEOUT = 900.0
 """An episode's wall time when ``[agent].timeout_sec`` is not set."""
 MAX_BASH_SECONDS = 900.0
-OUTPUT_CHARS = 16000
 SHELL_DIR = "/tmp/.agentgym-shell"
 _RUN = f"""umask 0
 cd "$(cat {SHELL_DIR}/cwd)" 2>/dev/null || cd /
@@ -45,14 +44,6 @@ trap 'pwd > {SHELL_DIR}/cwd; export -p > {SHELL_DIR}/env' EXIT
 """One ``bash`` call: the last call's directory and exported variables back, the command, then both saved
 (on ``exit`` too). The command is sourced from a file, so no argument length limits it. ``umask 0``: what
 the agent makes, the verifier's root (which has no file-permission override) may change too."""
-
-
-def cut(text: str, limit: int = OUTPUT_CHARS) -> str:
-    """``text``, or its head and tail with a note of how much was cut from the middle."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
 @functools.cache

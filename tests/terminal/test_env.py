@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import agentgym
+from agentgym.branch import branch_rollout
 from agentgym.cli import main
 from agentgym.envs.terminal.env import TerminalEnv, harbor_task
 from agentgym.envs.terminal.images import image_for, rewrite_from
@@ -159,6 +160,20 @@ async def test_a_separate_verifier_grades_a_copy_of_the_agents_files(fixtures: d
     assert server.outcome_reward == 0.0 and verdict(server)["container"] == "separate"
     assert shared.outcome_reward == 1.0 and verdict(shared)["container"] == "shared"
     assert set(engine.client().images.list(filters={"label": IMAGE_LABEL})) == images  # each copy's image went
+
+
+async def test_an_episode_branches_at_each_turn_with_its_shell(fixtures: dict[str, Task]) -> None:
+    """``branch_rollout`` forks the container at each turn: a branch taken after the first turn finishes with
+    that turn's directory and exported variable (kept in the shell's files, which the fork copies)."""
+    script = Script("cd /app && export GREETING='Hello, world!'", "printf '%s\\n' \"$GREETING\" > hello.txt")
+    async with SandboxRuntime():
+        env = agentgym.make("terminal", base_images=BASE_IMAGES)
+        try:
+            result = await branch_rollout(env, script, fixtures["hello-file"], n=2)
+        finally:
+            await env.close()
+    assert result.trajectory.reward == 1.0, result.trajectory.info
+    assert result.values == [1.0, 1.0, 1.0, 1.0] and result.forks == 6, result.branch_outcomes
 
 
 async def test_the_shell_keeps_its_directory_and_variables(fixtures: dict[str, Task]) -> None:
