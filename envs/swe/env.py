@@ -29,7 +29,6 @@ from .policies import EmptyPatch, GoldPatch
 from .tasks import REPO_DIR, SWETask, load_tasks
 from .verifier import RewardKind, Submitted, SWEVerifier, graded_test_files
 
-"""Characters of a command's output the model reads: the first and last halves, the middle cut."""
 MAX_BASH_SECONDS = 600.0
 NAME_MAX = 255  # bytes in one file name, as Linux file systems allow
 LISTING_ENTRIES = 400

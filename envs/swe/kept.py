@@ -89,10 +89,10 @@ async def start_fresh(image: str, limits: Limits = LIMITS) -> SupervisedSandbox:
 
 async def snapshot(sandbox: SupervisedSandbox) -> Fresh:
     """What a fresh sandbox looks like, before anyone touched it: what a reset must give back."""
-    status = await _run(sandbox, f"{_STATUS} --porcelain --ignored", "git status")
+    status = await run_checked(sandbox, f"{_STATUS} --porcelain --ignored", "git status")
     ignored = [line[3:] for line in status.splitlines() if line.startswith("!! ")]
     record = await _inside(sandbox, "record", json.dumps(ignored))
-    scratch = await _run(sandbox, _LIST_SCRATCH, "listing scratch directories")
+    scratch = await run_checked(sandbox, LIST_SCRATCH, "listing scratch directories")
     diff = frozenset(await asyncio.to_thread(engine.changed_paths, sandbox.id))
     return Fresh(status=status, scratch=scratch, diff=diff,
                  record=record, ignored=json.loads(record)["ignored"])
@@ -117,21 +117,23 @@ async def _inside(sandbox: SupervisedSandbox, command: str, *args: str, record: 
         extra = [f"{folder}/out.json", *extra]
     quoted = " ".join(shlex.quote(a) for a in extra)
     try:
-        await _run(sandbox, f"python3 -I -S {folder}/reset_inside.py {command} {REPO_DIR} {quoted}",
+        await run_checked(sandbox, f"python3 -I -S {folder}/reset_inside.py {command} {REPO_DIR} {quoted}",
                    f"reset_inside {command}", cwd="/")
         return (await sandbox.read_file(f"{folder}/out.json")).decode()
     finally:
         await sandbox.exec(f"rm -rf {folder}", cwd="/", timeout=RESET_TIMEOUT)
 
 
-_LIST_SCRATCH = "find " + " ".join(SCRATCH) + " -mindepth 1 2>/dev/null | sort"
-_PROCESSES_LEFT = (
+LIST_SCRATCH = "find " + " ".join(SCRATCH) + " -mindepth 1 2>/dev/null | sort"
+EMPTY_SCRATCH = "find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true"
+PROCESSES_LEFT = (
     "for d in /proc/[0-9]*; do [ \"${d#/proc/}\" = $$ ] && continue; "
     "grep -q \"^Uid:[[:space:]]*$(id -u)[[:space:]]\" $d/status 2>/dev/null && echo ${d#/proc/}; done; true"
 )
 
 
-async def _run(sandbox: SupervisedSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
+async def run_checked(sandbox: SupervisedSandbox, cmd: str, what: str, *, cwd: str = REPO_DIR) -> str:
+    """``cmd``'s stdout as the code's user; a failed or cut-off run is a ``SandboxError`` naming ``what``."""
     done = await sandbox.exec(cmd, cwd=cwd, timeout=RESET_TIMEOUT)
     if done.exit_code != 0 or done.truncated:
         raise SandboxError(f"{what} failed ({done.exit_code}): {done.output[-500:]}")
@@ -142,7 +144,7 @@ async def reset_to_base(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: s
     """Reset a used sandbox to its fresh state at ``base_commit``; None when every check passes, else why not."""
     try:
         await sandbox.exec("kill -9 -1 2>/dev/null; true", timeout=RESET_TIMEOUT)
-        left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
+        left = (await run_checked(sandbox, PROCESSES_LEFT, "listing processes", cwd="/")).split()
         if left:
             return f"processes survived the kill: {left[:5]}"
         return await _reset_and_check(sandbox, fresh, base_commit)
@@ -151,17 +153,16 @@ async def reset_to_base(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: s
 
 
 async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit: str) -> str | None:
-    await sandbox.exec("find " + " ".join(SCRATCH) + " -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null; true",
-                       cwd="/", timeout=RESET_TIMEOUT)
-    if await _run(sandbox, _LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
+    await sandbox.exec(EMPTY_SCRATCH, cwd="/", timeout=RESET_TIMEOUT)
+    if await run_checked(sandbox, LIST_SCRATCH, "listing scratch directories", cwd="/") != fresh.scratch:
         return "files left in /tmp, /work or /dev/shm"
     kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
     keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
-    await _run(sandbox, f"{GIT} -c core.logAllRefUpdates=false reset -q --hard {shlex.quote(base_commit)} "
+    await run_checked(sandbox, f"{GIT} -c core.logAllRefUpdates=false reset -q --hard {shlex.quote(base_commit)} "
                         f"&& {GIT} clean -qffdx {keep}", "git reset")
-    if await _run(sandbox, f"{_STATUS} --porcelain --ignored", "git status") != fresh.status:
+    if await run_checked(sandbox, f"{_STATUS} --porcelain --ignored", "git status") != fresh.status:
         return "the repository differs from its fresh state after the reset"
-    head = (await _run(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
+    head = (await run_checked(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()
     if head != base_commit and not head.startswith(base_commit):
         return f"HEAD is {head}, not the base commit {base_commit}"
     after = json.loads(await _inside(sandbox, "restore", record=fresh.record))
@@ -180,7 +181,7 @@ async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit
     changed = [p for p in now if p not in fresh.diff and not _expected(p)]
     if changed:
         return f"docker diff shows changes outside the work tree: {changed[:5]}"
-    left = (await _run(sandbox, _PROCESSES_LEFT, "listing processes", cwd="/")).split()
+    left = (await run_checked(sandbox, PROCESSES_LEFT, "listing processes", cwd="/")).split()
     return f"processes started during the reset: {left[:5]}" if left else None
 
 

@@ -25,12 +25,14 @@ from agentgym.types import Message, StepResult, Task
 from .config import NetworkMode, VerifierEnvironmentMode
 from .images import TaskImage, image_for
 from .policies import Oracle, SubmitAtOnce
+from .reset import WorkdirReset
 from .task import HarborTask, load_task, load_tasks
 from .verifier import Finished, TerminalVerifier, changed_system_paths
 
 DESTROY = Destroy()
-"""The recycler of every terminal container: destroyed after its episode. The verifier copied the task's
-hidden tests into it and ran them as root there, so no later episode may have it."""
+"""The recycler with ``reuse=False``: every container is destroyed after its episode."""
+MAX_KEPT = 8
+"""Reset containers kept per task image, for the next episodes of the task (a GRPO group's)."""
 DEFAULT_AGENT_TIMEOUT = 900.0
 """An episode's wall time when ``[agent].timeout_sec`` is not set."""
 MAX_BASH_SECONDS = 900.0
@@ -86,7 +88,8 @@ def limits_for(harbor: HarborTask, *, network: bool = False) -> Limits:
 class TerminalEnv(Env):
     """Do a task in a Linux container with a shell and file tools; its own tests grade the container.
 
-    Each episode gets a new container of the task's image (:mod:`~agentgym.envs.terminal.images`); the
+    Each episode gets a container of the task's image (:mod:`~agentgym.envs.terminal.images`), new or
+    reset after an earlier episode of the task (:mod:`~agentgym.envs.terminal.reset`); the
     agent's commands run there as an unprivileged uid that may write the image's working directory. The
     episode ends on ``submit``, when turns run out, or when ``[agent].timeout_sec`` has passed;
     :class:`~agentgym.envs.terminal.verifier.TerminalVerifier` then grades that same container.
@@ -98,7 +101,8 @@ class TerminalEnv(Env):
 
     def __init__(self, *, tasks: str | Path | None = None, base_images: Mapping[str, str] | None = None,
                  agent_processes: Literal["kill", "keep"] = "kill", network: bool = False,
-                 verifier_container: Literal["task", "shared", "separate"] = "task", **kwargs: Any) -> None:
+                 verifier_container: Literal["task", "shared", "separate"] = "task", reuse: bool = True,
+                 **kwargs: Any) -> None:
         """
         Args:
             tasks: A Harbor task folder, or a folder of them (:func:`~agentgym.envs.terminal.task.load_tasks`).
@@ -112,6 +116,9 @@ class TerminalEnv(Env):
                 (the agent's container unless it says ``separate``); ``shared``, the agent's container;
                 ``separate``, a fresh container started from a copy of the agent's files (its writable
                 root and its ``/tmp``; no process of the agent's), destroyed after.
+            reuse: Keep a container after its episode for the task's next one, reset and checked
+                (:class:`~agentgym.envs.terminal.reset.WorkdirReset`; one that fails a check is
+                destroyed); ``False``: destroy every container after its episode.
             **kwargs: ``max_turns``, ``sandbox_backend`` (``"auto"`` or ``"docker"``), ``runtime``... as for
                 :class:`~agentgym.env.Env`.
         """
@@ -128,6 +135,7 @@ class TerminalEnv(Env):
         if verifier_container not in ("task", "shared", "separate"):
             raise EnvError(f"verifier_container={verifier_container!r}: use 'task', 'shared' or 'separate'")
         self.verifier_container = verifier_container
+        self.reuse = reuse
         self.image: TaskImage | None = None
         self.deadline = 0.0
         self.fresh_diff: frozenset[str] = frozenset()
@@ -146,11 +154,16 @@ class TerminalEnv(Env):
 
     # ----------------------------------------------------------------- the episode's sandbox
     async def sandbox_for(self, task: Task) -> SandboxSpec:
-        """A new container of the task's image, destroyed after the episode (:data:`DESTROY`)."""
+        """A container of the task's image: one an earlier episode of the task left, reset and checked
+        (:class:`~agentgym.envs.terminal.reset.WorkdirReset`), or a new one; with ``reuse=False`` always a
+        new one, destroyed after the episode."""
         harbor = harbor_task(task)
         self.image = await asyncio.to_thread(image_for, harbor, self.base_images)
         limits = limits_for(harbor, network=self.network)
-        return SandboxSpec(kind="container", image=self.image.ref, limits=limits, recycler=DESTROY, max_kept=1)
+        if not self.reuse:
+            return SandboxSpec(kind="container", image=self.image.ref, limits=limits, recycler=DESTROY, max_kept=1)
+        return SandboxSpec(kind="container", image=self.image.ref, limits=limits,
+                           recycler=WorkdirReset(self.image.workdir), max_kept=MAX_KEPT)
 
     async def setup(self, task: Task) -> None:
         assert self.image is not None
@@ -160,6 +173,8 @@ class TerminalEnv(Env):
         await self.sandbox.write_file(f"{SHELL_DIR}/cwd", self.image.workdir + "\n")
         await self.sandbox.write_file(f"{SHELL_DIR}/env", "")
         self.fresh_diff = frozenset(await asyncio.to_thread(engine.changed_paths, self.sandbox.id))
+        assert self.trajectory is not None
+        self.trajectory.info["sandbox_reused"] = self.lease.reused
 
     async def final_state(self) -> Finished:
         """The container for the verifier: the agent's, or in separate mode a fork of it (:meth:`separate`)."""

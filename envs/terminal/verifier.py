@@ -242,17 +242,18 @@ def _client(state: Finished) -> Any:
 
 
 def _root(state: Finished, command: str) -> tuple[int, str]:
-    return _exec(state, ["/bin/sh", "-c", command], user="0")
+    assert state.container is not None
+    return as_root(state.container, state.endpoint, command)
 
 
-def _exec(state: Finished, argv: list[str], *, user: str) -> tuple[int, str]:
-    """A command through the engine (not the agent's supervisor), as ``user``, with a clean environment;
-    its exit code and stdout."""
-    result = _client(state).containers.get(state.container).exec_run(
-        argv, user=user, environment={"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"}, workdir="/", demux=True)
+def as_root(container: str, endpoint: Endpoint | None, command: str) -> tuple[int, str]:
+    """``command`` run by ``/bin/sh`` as root through the engine (not the agent's supervisor), with a clean
+    environment; its exit code and stdout."""
+    result = engine.client(endpoint).containers.get(container).exec_run(
+        ["/bin/sh", "-c", command], user="0", environment={"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"},
+        workdir="/", demux=True)
     stdout, stderr = result.output or (None, None)
     said = (stdout or b"").decode("utf-8", "replace")
     if result.exit_code in (126, 127) and (stderr or stdout or b"").startswith(b"OCI runtime"):
-        raise SandboxError(f"docker exec as {user} failed: {(stderr or stdout or b'').decode()[:300]}")
+        raise SandboxError(f"docker exec as root failed: {(stderr or stdout or b'').decode()[:300]}")
     return int(result.exit_code), said
-

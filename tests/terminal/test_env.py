@@ -176,6 +176,33 @@ async def test_an_episode_branches_at_each_turn_with_its_shell(fixtures: dict[st
     assert result.values == [1.0, 1.0, 1.0, 1.0] and result.forks == 6, result.branch_outcomes
 
 
+async def test_a_tasks_container_is_reset_for_its_next_episode_or_destroyed(fixtures: dict[str, Task]) -> None:
+    """Episodes of one task (a GRPO group) reuse its container: what an episode left in the working directory
+    (a private folder too), ``/tmp`` and its processes is gone for the next; a change the reset does not put
+    back (``/var/tmp``) destroys the container, and the episode records why."""
+    task = fixtures["hello-file"]
+    leaves = Script("printf 'Hello, world!\\n' > /app/hello.txt && mkdir -m 700 /app/private && echo s > /app/private/f"
+                    " && echo x > /tmp/left && nohup sleep 600 >/dev/null 2>&1 & echo started")
+    looks = Script("ls -a /app /tmp; cat /proc/[0-9]*/comm 2>/dev/null | grep -c sleep; true")
+    plants = Script("echo x > /var/tmp/planted")
+    async with SandboxRuntime():
+        env = agentgym.make("terminal", base_images=BASE_IMAGES)
+        try:
+            played = []
+            for policy in (leaves, looks, plants, SubmitAtOnce()):
+                played.append(await rollout(env, policy, task))
+        finally:
+            await env.close()
+    first, second, third, fourth = played
+    assert first.outcome_reward == 1.0 and second.outcome_reward == 0.0, verdict(second)
+    assert "sandbox_discarded" not in first.info and second.info["sandbox_reused"] is True
+    seen = second.turns[0].observation[0].text
+    assert "private" not in seen and "left" not in seen and "hello.txt" not in seen, seen
+    assert seen.rstrip().endswith("0"), seen  # no sleep left running
+    assert third.info["sandbox_reused"] is True and "/var/tmp/planted" in third.info["sandbox_discarded"]
+    assert fourth.info["sandbox_reused"] is False
+
+
 async def test_the_shell_keeps_its_directory_and_variables(fixtures: dict[str, Task]) -> None:
     [run] = await play((fixtures["hello-file"], Script(
         "cd /tmp && export GREETING='Hello, world!'", "pwd; echo \"$GREETING\"",
