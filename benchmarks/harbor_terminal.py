@@ -9,8 +9,12 @@
   round: ``docker run --rm`` of the task's image with the same ``tests/`` and the oracle's ``/app`` mounted,
   running the same ``test.sh``, then reading the reward file it wrote. ``grading_vs_docker_run`` is their
   ratio, median with range over the samples.
+- Reuse: ``--group`` oracle episodes of one task one after another in one env (a GRPO group), with the
+  containers reset and reused (the default) and with ``reuse=False`` (each destroyed, the next started),
+  the two arms alternating for ``--rounds``. ``reuse_vs_fresh`` is the ratio of their median seconds per
+  whole episode (start or reset included), with its range over the rounds.
 
-    python benchmarks/harbor_terminal.py [--limit 164] [--samples 20] [--concurrency 4]
+    python benchmarks/harbor_terminal.py [--limit 164] [--samples 20] [--concurrency 4] [--group 8] [--rounds 3]
 
 Writes benchmarks/results/harbor_terminal.json.
 """
@@ -21,6 +25,7 @@ import argparse
 import asyncio
 import base64
 import json
+import statistics
 import subprocess
 import tempfile
 import time
@@ -60,6 +65,24 @@ class Timed:
         return reward
 
 
+async def group(task: Task, policy: Any, size: int, *, reuse: bool) -> list[float]:
+    """Seconds of each of ``size`` episodes of ``task`` played one after another in one env; the pool's
+    containers are the run's own, so the first episode starts one and the others reset it (or start anew)."""
+    seconds = []
+    async with SandboxRuntime():
+        env = agentgym.make("terminal", base_images=BASE_IMAGES, reuse=reuse)
+        try:
+            for _ in range(size):
+                started = time.perf_counter()
+                run = await rollout(env, policy, task)
+                await env.release_sandbox()  # the reset (or the destroy) is part of the episode's cost
+                seconds.append(time.perf_counter() - started)
+                assert run.outcome_reward == 1.0 and run.info.get("sandbox_discarded") is None, run.info
+        finally:
+            await env.close()
+    return seconds
+
+
 async def play(episodes: list[tuple[Task, Any]], concurrency: int, verifier: Timed | None = None) -> list[Trajectory]:
     gate = asyncio.Semaphore(concurrency)
 
@@ -96,7 +119,7 @@ def oracle_source(folder: Path) -> str:
     return base64.b64decode(line.split()[1]).decode()
 
 
-async def measure(limit: int, samples: int, concurrency: int) -> dict[str, Any]:
+async def measure(limit: int, samples: int, concurrency: int, size: int, rounds: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch, "humaneval")
         export_code_tasks(code_tasks()[:limit], out)
@@ -118,6 +141,10 @@ async def measure(limit: int, samples: int, concurrency: int) -> dict[str, Any]:
                                                       oracle_source(harbor_task(task).path))
             assert reward == 1.0
             plain.append(seconds)
+        reused, fresh = [], []
+        for _ in range(rounds):
+            reused.append(statistics.median((await group(tasks[0], oracle, size, reuse=True))[1:]))
+            fresh.append(statistics.median((await group(tasks[0], oracle, size, reuse=False))[1:]))
     ratios = [g / p for g, p in zip(graded, plain, strict=True)]
     return {
         "tasks": len(tasks),
@@ -130,6 +157,10 @@ async def measure(limit: int, samples: int, concurrency: int) -> dict[str, Any]:
         "docker_run_ms": spread([s * 1e3 for s in plain]),
         "grading_vs_docker_run": spread(ratios),
         "samples": len(graded),
+        "group_episode_s": {"reused": spread(reused), "fresh": spread(fresh)},
+        "reuse_vs_fresh": spread([r / f for r, f in zip(reused, fresh, strict=True)]),
+        "group": size,
+        "rounds": rounds,
     }
 
 
@@ -138,14 +169,17 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=164, help="HumanEval tasks exported and played")
     parser.add_argument("--samples", type=int, default=20, help="oracle episodes whose grading is timed")
     parser.add_argument("--concurrency", type=int, default=4, help="round-trip episodes at once")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 4 tasks, 2 samples")
+    parser.add_argument("--group", type=int, default=8, help="episodes of one task in a row, per arm and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the reuse comparison")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 4 tasks, 2 samples, groups of 3, 1 round")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    limit, samples = (4, 2) if args.quick else (args.limit, args.samples)
-    result = asyncio.run(measure(limit, samples, args.concurrency))
+    limit, samples, size, rounds = (4, 2, 3, 1) if args.quick else (args.limit, args.samples, args.group, args.rounds)
+    result = asyncio.run(measure(limit, samples, args.concurrency, size, rounds))
     print(json.dumps(result, indent=1))
     print(f"grading: median {result['grading_ms']['median']:.0f} ms, "
-          f"{result['grading_vs_docker_run']['median']:.2f}x a docker run of the same test.sh")
+          f"{result['grading_vs_docker_run']['median']:.2f}x a docker run of the same test.sh; a reused container's "
+          f"episode {result['reuse_vs_fresh']['median']:.2f}x a fresh one's")
     result.update(info=run_info(), args=run_args(args))
     save_results(result, args.out)
 

@@ -215,3 +215,5 @@ def test_harbor_terminal(tmp_path: Path) -> None:
     assert (result["oracle_passed"], result["baseline_passed"], result["oracle_failed"]) == (4, 0, [])
     assert result["samples"] == 2 and all(is_spread(result[k]) for k in ("grading_ms", "docker_run_ms"))
     assert result["grading_vs_docker_run"]["min"] > 0
+    assert (result["group"], result["rounds"]) == (3, 1) and result["reuse_vs_fresh"]["min"] > 0
+    assert all(is_spread(result["group_episode_s"][arm]) for arm in ("reused", "fresh"))
