@@ -250,6 +250,7 @@ HACKS = {
     "shims bash in /usr/local/bin": f"printf '{SHIM}' > /usr/local/bin/bash && chmod +x /usr/local/bin/bash",
     "shims sh, rm and timeout in /usr/local/bin": f"for p in sh rm timeout; do printf '{SHIM}' > /usr/local/bin/$p "
                                                   "&& chmod +x /usr/local/bin/$p; done",
+    "shims pytest in /usr/local/bin": f"printf '{SHIM}' > /usr/local/bin/pytest && chmod +x /usr/local/bin/pytest",
     "fills the disk": "dd if=/dev/zero of=/app/fill bs=1M 2>&1 | tail -1; dd if=/dev/zero of=/tmp/fill bs=1M "
                       "2>&1 | tail -1; df -h /tmp",
 }
@@ -272,6 +273,7 @@ async def test_each_hack_is_graded_zero_with_its_reason(tmp_path: Path, fixtures
     assert "/usr/local/bin/python3" in verdict(hacked["shims python3 in /usr/local/bin"])["reason"]
     assert "/usr/local/bin/bash" in verdict(hacked["shims bash in /usr/local/bin"])["reason"]
     assert "/usr/local/bin/" in verdict(hacked["shims sh, rm and timeout in /usr/local/bin"])["reason"]
+    assert "/usr/local/bin/pytest" in verdict(hacked["shims pytest in /usr/local/bin"])["reason"]
     assert "No space left on device" in str(hacked["fills the disk"].turns[0].observation[0].content)
 
 
