@@ -101,7 +101,7 @@ class Lease(Generic[S]):
         self._pool: Pool[S] | None = pool
         self._item = item
         self.reused = reused
-        self.destroy_on_release = False
+        self.destroy_on_release = False  # it will hold what no later borrower may see (hidden tests)
 
     @property
     def held(self) -> S:
@@ -114,10 +114,6 @@ class Lease(Generic[S]):
     def active(self) -> bool:
         """Whether the lease is not given back yet."""
         return self._pool is not None
-
-    def keep_out_of_pools(self) -> None:
-        """Destroy the item when given back: it will hold what no later borrower may see (hidden tests)."""
-        self.destroy_on_release = True
 
     async def release(self, reusable: bool = True) -> str | None:
         """Give the item back: recycled if ``reusable``, else destroyed; safe twice. Why it will not be
@@ -140,14 +136,15 @@ class Pool(Generic[S]):
         kind: What an item is, for messages ("docker sandbox").
         spares: Start items in the background (not for SWE containers, too large to keep spare).
         lease: The lease type handed out (a subclass may add the item's methods).
-        reused_first: Lend recycled items before never-lent ones (a used browser is a warm one).
-        expected_failures: Background-start failures logged as news, not warnings (no room for a spare).
     """
+
+    reused_first = False  # lend recycled items before never-lent ones (a used browser is a warm one)
+    expected_failures: tuple[type[Exception], ...] = ()  # background-start failures logged as news (no room)
 
     def __init__(
         self, start: Callable[..., Awaitable[S]], recycler: Recycler[S], *, size: int = 2,
         max_size: int | None = None, wall_seconds: float, kind: str, spares: bool = True,
-        lease: type[Lease[S]] = Lease, reused_first: bool = False, expected_failures: tuple[type[Exception], ...] = (),
+        lease: type[Lease[S]] = Lease,
     ) -> None:
         self.size = size
         self.max_size = max(size, max_size if max_size is not None else size)
@@ -158,8 +155,6 @@ class Pool(Generic[S]):
         self._wall_seconds = wall_seconds
         self._keeps_spares = spares
         self._lease = lease
-        self._expected_failures = expected_failures
-        self._reused_first = reused_first
         self._ready: collections.deque[S] = collections.deque()
         self._records: dict[int, Any] = {}  # by id(item): what each item, ready or lent, looked like fresh
         self._lent_before: set[int] = set()  # ids of the ready items that were lent before (recycled)
@@ -169,12 +164,11 @@ class Pool(Generic[S]):
         self._backoff_until = 0.0
         self._failure: str | None = None
         self._closed = False
-        self._recycle_seconds = Mean()
-        self._acquire_gap = Mean()
+        self._recycle_seconds = self._acquire_gap = 0.0  # running means (0: none measured yet)
         self._last_acquire: float | None = None
 
     def __repr__(self) -> str:
-        return f"<Pool {self.kind} ready={self.ready} size={self.size}>"
+        return f"<{type(self).__name__} {self.kind} ready={self.ready} size={self.size}>"
 
     @property
     def ready(self) -> int:
@@ -187,49 +181,17 @@ class Pool(Generic[S]):
             raise SandboxError(f"the {self.kind} pool is shut down")
         now = time.monotonic()
         if self._last_acquire is not None:
-            self._acquire_gap.add(now - self._last_acquire)
+            self._acquire_gap = _smoothed(self._acquire_gap, now - self._last_acquire)
         self._last_acquire = now
-        while self._ready:
-            item = self._ready.popleft()
-            if self._fit(item):
-                lease = self._lend(item)
-                self._refill()
-                return lease
-            self._forget(item)
-            self._spawn(item.close())
-            self._refill()
-        on_its_way = self._wiping + self._starting > len(self._waiters)
-        if not (self.recycler.reuses and on_its_way):
-            self.size = min(self.size + 1, self.max_size)  # a borrower found none ready: keep one more
-        if on_its_way:
-            # One is being recycled or started: wait for it rather than start one, and refill.
-            self._refill()
-            waiting = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiting)
-            try:
-                return await asyncio.wait_for(waiting, WAIT_FOR_RETURN_SECONDS)
-            except TimeoutError:
-                pass
-            except asyncio.CancelledError:
-                if waiting.done() and not waiting.cancelled():
-                    await waiting.result().release(reusable=False)
-                raise
-        self._cold += 1  # counted while it starts, so a refill meanwhile does not start its twin
-        try:
-            item = await self._start()
-        finally:
-            self._cold -= 1
-        lease = self._lend(item)  # counted as lent before the refill
-        self._refill()
+        lease = await self._borrow()
+        self._refill()  # counted as lent before the refill
         return lease
 
     async def fill(self) -> None:
         """Start items and wait until ``size`` are ready; :class:`SandboxError` (with why) if one fails."""
         while self.ready < self.size and not self._closed:
             self._failure, self._backoff_until = None, 0.0
-            for _ in range(self.size - self.ready - self._starting):
-                self._starting += 1
-                self._spawn(self._add_one())
+            self._add(self.size - self.ready - self._starting)
             await asyncio.gather(*self._tasks)
             if self._failure is not None:
                 raise SandboxError(f"could not start a {self.kind}: {self._failure}")
@@ -266,68 +228,89 @@ class Pool(Generic[S]):
 
     def spares(self) -> int:
         """Spares beyond those lent: one, plus the borrowers expected during one recycling (at most one per lent)."""
-        seconds, gap = self._recycle_seconds.value, self._acquire_gap.value
+        seconds, gap = self._recycle_seconds, self._acquire_gap
         during_one = math.ceil(seconds / gap) if seconds and gap else 0
         return 1 + min(during_one, self._lent + self._cold)
 
-    def take_ready(self, pick: Callable[[S], bool]) -> S | None:
-        """Remove a ready item ``pick`` chooses (another pool needs its place); refill only after a pause."""
-        for item in self._ready:
-            if pick(item):
-                self._ready.remove(item)
-                self._forget(item)
-                self._backoff_until = time.monotonic() + RETRY_SECONDS
-                return item
-        return None
-
     # ----------------------------------------------------------------- internals
+    async def _borrow(self) -> Lease[S]:
+        while self._ready:
+            item = self._ready.popleft()
+            if self._fit(item):
+                return self._lend(item)
+            self._forget(item)
+            self._spawn(item.close())
+            self._refill()
+        on_its_way = self._wiping + self._starting > len(self._waiters)
+        if not (self.recycler.reuses and on_its_way):
+            self.size = min(self.size + 1, self.max_size)  # a borrower found none ready: keep one more
+        if on_its_way:
+            # One is being recycled or started: wait for it rather than start one, and refill.
+            self._refill()
+            waiting = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiting)
+            try:
+                return await asyncio.wait_for(waiting, WAIT_FOR_RETURN_SECONDS)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                if waiting.done() and not waiting.cancelled():
+                    await waiting.result().release(reusable=False)
+                raise
+        self._cold += 1  # counted while it starts, so a refill meanwhile does not start its twin
+        try:
+            item = await self._start()
+        finally:
+            self._cold -= 1
+        return self._lend(item)
+
     def _lend(self, item: S) -> Lease[S]:
         self._lent += 1
         reused = id(item) in self._lent_before
         self._lent_before.discard(id(item))
         return self._lease(self, item, reused)
 
-    def _forget(self, item: S) -> Any:
-        """Drop what the pool knows of ``item`` (being destroyed); its fresh record."""
+    def _forget(self, item: S) -> None:
+        """Drop what the pool knows of ``item`` (being destroyed)."""
         self._lent_before.discard(id(item))
-        return self._records.pop(id(item), None)
+        self._records.pop(id(item), None)
+
+    async def _destroy(self, item: S) -> None:
+        self._forget(item)
+        await item.close()
+        self._refill()
 
     async def _take_back(self, item: S, reusable: bool) -> str | None:
         self._lent -= 1
-        record = self._records.get(id(item))
         if not reusable or self._closed:
-            self._forget(item)
-            await item.close()
-            self._refill()
+            await self._destroy(item)
             return "closed" if self._closed else "given back as not reusable"
         self._wiping += 1
         if self.recycler.background:
-            self._spawn(self._recycle(item, record))
+            self._spawn(self._recycle(item))
             return None
-        return await self._recycle(item, record)
+        return await self._recycle(item)
 
-    async def _recycle(self, item: S, record: Any) -> str | None:
+    async def _recycle(self, item: S) -> str | None:
         began = time.monotonic()
         try:
-            why = await self.recycler.recycle(item, record) if item.connected else "it is gone"
+            why = await self.recycler.recycle(item, self._records.get(id(item))) if item.connected else "it is gone"
         except Exception as e:
             why = f"recycling failed: {type(e).__name__}: {e}"
         finally:
             self._wiping -= 1
         if why is None:
-            self._recycle_seconds.add(time.monotonic() - began)
+            self._recycle_seconds = _smoothed(self._recycle_seconds, time.monotonic() - began)
             if self._closed:
                 why = "the pool is shut down"
-            elif self._population() >= self.max_size:
+            elif self.counts().population >= self.max_size:
                 why = f"the pool holds {self.max_size} already"
             elif not self._fit(item):
                 why = "past half its wall time"
         if why is not None:
             self.discarded.append(why)
             log.info("%s not lent again: %s", self.kind, why)
-            self._forget(item)
-            await item.close()
-            self._refill()
+            await self._destroy(item)
             return why
         self._lent_before.add(id(item))
         self._deliver(item)
@@ -345,19 +328,14 @@ class Pool(Generic[S]):
     def _fit(self, item: S) -> bool:
         return item.connected and time.monotonic() - item.started < self._wall_seconds / 2
 
-    def _population(self) -> int:
-        return self.counts().population
-
-    def _target(self) -> int:
-        if not self.recycler.reuses:
-            return self.size  # spares beyond those lent, which do not come back
-        return max(self.size, self._lent + self._cold + self.spares())
-
     def _refill(self) -> None:
-        missing = min(self._target(), self.max_size) - self._population()
-        if not self._keeps_spares or self._closed or missing <= 0 or time.monotonic() < self._backoff_until:
-            return
-        for _ in range(missing):
+        # Spares beyond those lent for a pool whose items do not come back; else lent ones and spares().
+        target = max(self.size, self._lent + self._cold + self.spares()) if self.recycler.reuses else self.size
+        if self._keeps_spares and not self._closed and time.monotonic() >= self._backoff_until:
+            self._add(min(target, self.max_size) - self.counts().population)
+
+    def _add(self, count: int) -> None:
+        for _ in range(count):
             self._starting += 1
             self._spawn(self._add_one())
 
@@ -367,14 +345,13 @@ class Pool(Generic[S]):
         except Exception as e:
             self._failure = str(e)
             self._backoff_until = time.monotonic() + RETRY_SECONDS
-            log.log(logging.INFO if isinstance(e, self._expected_failures) else logging.WARNING,
+            log.log(logging.INFO if isinstance(e, self.expected_failures) else logging.WARNING,
                     "could not start a spare %s: %s", self.kind, e)
             return
         finally:
             self._starting -= 1
         if self._closed:
-            self._forget(item)
-            await item.close()
+            await self._destroy(item)
         else:
             self._deliver(item)
 
@@ -384,7 +361,7 @@ class Pool(Generic[S]):
             if not waiting.done():
                 waiting.set_result(self._lend(item))
                 return
-        if self._reused_first and id(item) in self._lent_before:
+        if self.reused_first and id(item) in self._lent_before:
             self._ready.appendleft(item)
         else:
             self._ready.append(item)
@@ -395,13 +372,6 @@ class Pool(Generic[S]):
         task.add_done_callback(self._tasks.discard)
 
 
-class Mean:
-    """A running mean that follows change: each sample weighs :data:`SMOOTHING`."""
-
-    def __init__(self) -> None:
-        self.value = 0.0
-        self._seen = False
-
-    def add(self, sample: float) -> None:
-        self.value = sample if not self._seen else SMOOTHING * sample + (1 - SMOOTHING) * self.value
-        self._seen = True
+def _smoothed(mean: float, sample: float) -> float:
+    """A running mean that follows change: each sample weighs :data:`SMOOTHING` (the first is taken whole)."""
+    return SMOOTHING * sample + (1 - SMOOTHING) * mean if mean else sample

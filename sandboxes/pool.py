@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from agentgym.sandboxes.backends import resolve_backend, start
 from agentgym.sandboxes.contract import ExecResult, Limits, PythonResult, Sandbox
 from agentgym.sandboxes.hosts import Endpoint, EndpointsFull, add_holder
-from agentgym.sandboxes.lending import Destroy, Lease, Pool, Recycler
+from agentgym.sandboxes.lending import RETRY_SECONDS, Lease, Pool, Recycler
 from agentgym.sandboxes.runtime import SandboxRuntime, current
 from agentgym.sandboxes.supervised import SupervisedSandbox
 
@@ -63,10 +64,6 @@ class SandboxLease(Lease[SupervisedSandbox]):
     def connected(self) -> bool:
         return self.active and self._item.connected
 
-    @property
-    def started(self) -> float:
-        return self._item.started
-
     async def exec(self, cmd: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         return await self.held.exec(cmd, timeout=timeout, cwd=cwd)
 
@@ -108,14 +105,16 @@ class SandboxPool(Pool[SupervisedSandbox]):
         limits: Limits for every sandbox of the pool.
         size: Sandboxes to keep, lent ones included (:class:`~agentgym.sandboxes.lending.Pool`'s sizing).
         max_size: The most ``size`` may grow to (default ``size``).
-        recycle: Wipe and reuse closed sandboxes; ``False`` destroys each after a single use.
-        recycler: What is done with a closed sandbox instead (:class:`Keep`); overrides ``recycle``.
+        recycler: What is done with a closed sandbox (default :class:`Wipe`, and reuse; :class:`Keep`;
+            :class:`~agentgym.sandboxes.lending.Destroy` after a single use).
         hosts: Docker endpoints to spread sandboxes over (default: :mod:`~agentgym.sandboxes.hosts`' configured ones).
     """
 
+    expected_failures = (EndpointsFull,)
+
     def __init__(
         self, backend: str = "auto", image: str = "python", limits: Limits | None = None, size: int = 2,
-        *, max_size: int | None = None, recycle: bool = True, recycler: Recycler[SupervisedSandbox] | None = None,
+        *, max_size: int | None = None, recycler: Recycler[SupervisedSandbox] | None = None,
         hosts: Sequence[Endpoint] | None = None,
     ) -> None:
         self.backend = backend
@@ -124,39 +123,30 @@ class SandboxPool(Pool[SupervisedSandbox]):
         self.hosts = tuple(hosts) if hosts is not None else None
         self._loop: asyncio.AbstractEventLoop | None = None  # where its sandboxes live, once known
         self._gate = asyncio.Semaphore(PARALLEL_STARTS)
-        super().__init__(self._start_sandbox, recycler or (Wipe() if recycle else Destroy()), size=size,
-                         max_size=max_size, wall_seconds=self.limits.wall_seconds, kind=f"{backend} sandbox",
-                         lease=SandboxLease, expected_failures=(EndpointsFull,))
+        super().__init__(self._start_sandbox, recycler or Wipe(), size=size, max_size=max_size,
+                         wall_seconds=self.limits.wall_seconds, kind=f"{backend} {image} sandbox", lease=SandboxLease)
         add_holder(self)
 
-    def __repr__(self) -> str:
-        return f"<SandboxPool {self.backend} {self.image} ready={self.ready} size={self.size}>"
-
     async def acquire(self) -> SandboxLease:  # type: ignore[override]  # its leases are SandboxLease-s
-        await self._resolve()
-        lease = await super().acquire()
-        assert isinstance(lease, SandboxLease)
-        return lease
-
-    async def fill(self) -> None:
-        await self._resolve()
-        await super().fill()
+        return cast(SandboxLease, await super().acquire())
 
     def reclaim(self, endpoints: Sequence[Endpoint]) -> bool:
-        """Destroy a ready spare on one of ``endpoints`` (all full for a caller; this loop's only); whether one was."""
+        """Destroy a ready spare on one of ``endpoints`` (all full for a caller; this loop's only), refilling
+        only after a pause (the caller needs its place); whether there was one."""
         if self._loop is not asyncio.get_running_loop():
             return False
-        spare = self.take_ready(lambda s: getattr(s, "endpoint", None) in endpoints)
+        spare = next((s for s in self._ready if getattr(s, "endpoint", None) in endpoints), None)
         if spare is not None:
+            self._ready.remove(spare)
+            self._forget(spare)
+            self._backoff_until = time.monotonic() + RETRY_SECONDS
             self._spawn(spare.destroy())
         return spare is not None
 
-    async def _resolve(self) -> None:
+    async def _start_sandbox(self, *, spare: bool = False) -> SupervisedSandbox:
         self._loop = asyncio.get_running_loop()
         self.backend = await resolve_backend(self.backend)
-        self.kind = f"{self.backend} sandbox"
-
-    async def _start_sandbox(self, *, spare: bool = False) -> SupervisedSandbox:
+        self.kind = f"{self.backend} {self.image} sandbox"
         async with self._gate:
             return await start(self.backend, self.image, self.limits, self.hosts, spare=spare)
 
@@ -189,7 +179,7 @@ async def acquire(
     if not isinstance(backend, str):
         sandbox = await backend.acquire()
         if verifier and isinstance(sandbox, Lease):
-            sandbox.keep_out_of_pools()
+            sandbox.destroy_on_release = True
         return sandbox
     pool = await shared_pool(backend, image=image, limits=limits, verifier=verifier, runtime=runtime)
     return await pool.acquire()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import engine
@@ -72,19 +72,13 @@ async def lease(backend: str | SandboxProvider, spec: SandboxSpec, *, runtime: S
         raise SandboxError(f"a container sandbox of {spec.image} needs Docker (its files live in the container's "
                            f"own filesystem, which the local backend cannot give); backend {backend!r}"
                            + ("" if backend != "auto" else " found no engine"))
-    if spec.recycler is None:
+    recycler, limits = spec.recycler, spec.limits or Limits(writable_root=True)
+    if recycler is None:
         raise SandboxError("a container sandbox needs a recycler (say how it is made fresh between episodes)")
-    limits = spec.limits or Limits(writable_root=True)
-    pools = runtime.hold(CONTAINERS, (spec.image, limits, spec.recycler), functools.partial(_containers, spec, limits))
-    held = await pools.acquire()
-    assert isinstance(held, SandboxLease)
-    return held
-
-
-def _containers(spec: SandboxSpec, limits: Limits) -> Pool[Any]:
-    assert spec.recycler is not None
-    return Pool(functools.partial(start, "docker", spec.image, limits), spec.recycler, size=0, max_size=spec.max_kept,
-                wall_seconds=limits.wall_seconds, kind=f"container of {spec.image}", spares=False, lease=SandboxLease)
+    pools = runtime.hold(CONTAINERS, (spec.image, limits, recycler), lambda: Pool(
+        functools.partial(start, "docker", spec.image, limits), recycler, size=0, max_size=spec.max_kept,
+        wall_seconds=limits.wall_seconds, kind=f"container of {spec.image}", spares=False, lease=SandboxLease))
+    return cast(SandboxLease, await pools.acquire())
 
 
 def discarded(runtime: SandboxRuntime | None = None) -> list[str]:

@@ -9,7 +9,6 @@ spares, and the driver closes what is left (browsers still lent) and stops.
 
 from __future__ import annotations
 
-import functools
 from typing import Final
 
 from agentgym.sandboxes.backends import resolve_backend
@@ -48,21 +47,17 @@ class BrowserPool(Pool[BrowserSandbox]):
             starts). The pool is its owner's to shut down, unless a runtime holds it (:func:`browser_pool`).
     """
 
+    reused_first = True
+
     def __init__(self, backend: str = "auto", limits: BrowserLimits | None = None, size: int = 1,
                  *, max_size: int | None = None, frames: Frames = "free",
                  runtime: SandboxRuntime | None = None) -> None:
         self.backend = backend
         self.limits = limits or BrowserLimits()
         self.frames: Frames = frames
-        super().__init__(functools.partial(self._start_browser, runtime), ClearBrowser(), size=size,
-                         max_size=max_size, wall_seconds=self.limits.wall_seconds, kind="browser sandbox",
-                         reused_first=True)
-
-    def __repr__(self) -> str:
-        return f"<BrowserPool {self.backend} ready={self.ready} size={self.size}>"
-
-    async def _start_browser(self, runtime: SandboxRuntime | None, *, spare: bool = False) -> BrowserSandbox:
-        return await create_browser(self.backend, self.limits, frames=self.frames, runtime=runtime)
+        super().__init__(lambda spare: create_browser(backend, self.limits, frames=frames, runtime=runtime),
+                         ClearBrowser(), size=size, max_size=max_size, wall_seconds=self.limits.wall_seconds,
+                         kind=f"{backend} browser sandbox")
 
 
 async def browser_pool(backend: str = "auto", limits: BrowserLimits | None = None, *, frames: Frames = "free",

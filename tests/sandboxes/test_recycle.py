@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from agentgym import Env, Task
+from agentgym.sandboxes.lending import Destroy
 from agentgym.sandboxes.pool import SandboxPool, acquire, shared_pool, shutdown_pools
 from tests.sandboxes.conftest import SMALL
 
@@ -86,7 +87,7 @@ async def test_a_dead_sandbox_is_destroyed_not_recycled(backend: str) -> None:
 
 
 async def test_a_pool_that_does_not_recycle_destroys(backend: str) -> None:
-    pool = SandboxPool(backend, "python", SMALL, size=1, recycle=False)
+    pool = SandboxPool(backend, "python", SMALL, size=1, recycler=Destroy())
     try:
         box = await pool.acquire()
         await box.close()
