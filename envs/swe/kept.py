@@ -118,7 +118,7 @@ async def _inside(sandbox: SupervisedSandbox, command: str, *args: str, record: 
     quoted = " ".join(shlex.quote(a) for a in extra)
     try:
         await run_checked(sandbox, f"python3 -I -S {folder}/reset_inside.py {command} {REPO_DIR} {quoted}",
-                   f"reset_inside {command}", cwd="/")
+                          f"reset_inside {command}", cwd="/")
         return (await sandbox.read_file(f"{folder}/out.json")).decode()
     finally:
         await sandbox.exec(f"rm -rf {folder}", cwd="/", timeout=RESET_TIMEOUT)
@@ -159,7 +159,7 @@ async def _reset_and_check(sandbox: SupervisedSandbox, fresh: Fresh, base_commit
     kept = [line[3:] for line in fresh.status.splitlines() if line.startswith("!! ")]  # ignored at start
     keep = " ".join(f"-e {shlex.quote('/' + path)}" for path in kept)
     await run_checked(sandbox, f"{GIT} -c core.logAllRefUpdates=false reset -q --hard {shlex.quote(base_commit)} "
-                        f"&& {GIT} clean -qffdx {keep}", "git reset")
+                               f"&& {GIT} clean -qffdx {keep}", "git reset")
     if await run_checked(sandbox, f"{_STATUS} --porcelain --ignored", "git status") != fresh.status:
         return "the repository differs from its fresh state after the reset"
     head = (await run_checked(sandbox, f"{GIT} rev-parse HEAD", "git rev-parse")).strip()

@@ -159,11 +159,9 @@ class TerminalEnv(Env):
         new one, destroyed after the episode."""
         harbor = harbor_task(task)
         self.image = await asyncio.to_thread(image_for, harbor, self.base_images)
-        limits = limits_for(harbor, network=self.network)
-        if not self.reuse:
-            return SandboxSpec(kind="container", image=self.image.ref, limits=limits, recycler=DESTROY, max_kept=1)
-        return SandboxSpec(kind="container", image=self.image.ref, limits=limits,
-                           recycler=WorkdirReset(self.image.workdir), max_kept=MAX_KEPT)
+        recycler, kept = (WorkdirReset(self.image.workdir), MAX_KEPT) if self.reuse else (DESTROY, 1)
+        return SandboxSpec(kind="container", image=self.image.ref, limits=limits_for(harbor, network=self.network),
+                           recycler=recycler, max_kept=kept)
 
     async def setup(self, task: Task) -> None:
         assert self.image is not None

@@ -40,15 +40,12 @@ from agentgym.envs.swe.kept import (
 from agentgym.errors import SandboxError
 from agentgym.sandboxes import CODE_USER, Endpoint, Recycler, SupervisedSandbox, engine
 
-from .verifier import as_root
+from .verifier import as_root, list_pids
 
 MAX_WORKDIR_BYTES = 256 << 20
 """A working directory larger than this is not copied at start: its containers are destroyed, not reused."""
-_NOT_AGENTS = ("for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = $$ ] && continue; while read -r key uid rest; do "
-               f"if [ \"$key\" = Uid: ]; then [ \"$uid\" = {CODE_USER[0]} ] || echo \"$p\"; break; fi; "
-               "done 2>/dev/null < \"$d/status\"; done 2>/dev/null; true")
-"""The pids of every other uid than the agent's (root's: the supervisor, and whatever the tests left), but
-the listing shell's, in shell builtins only."""
+_NOT_AGENTS = list_pids(f'[ "$uid" != {CODE_USER[0]} ]')
+"""The pids of every other uid than the agent's (root's: the supervisor, and whatever the tests left)."""
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,18 @@ may resolve through, and ``/root``, the verifier's ``$HOME``, whose user site-pa
 KILL_ROUNDS = 20
 REWARD_BYTES = 1 << 16
 OUTPUT_TAIL = 2000
-_LIST_AGENT = ("for d in /proc/[0-9]*; do while read -r key uid rest; do if [ \"$key\" = Uid: ]; then "
-               f"[ \"$uid\" = {CODE_USER[0]} ] && echo \"${{d#/proc/}}\"; break; fi; done 2>/dev/null < \"$d/status\"; "
-               "done 2>/dev/null; true")
-"""The pids of the agent's uid, in shell builtins only: it runs before the tests' programs are checked."""
+
+
+def list_pids(uid_test: str) -> str:
+    """A shell loop printing the pids whose uid (``$uid``) passes ``uid_test``, the listing shell's left out,
+    in shell builtins only: it runs before the tests' programs are checked."""
+    return ("for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = $$ ] && continue; while read -r key uid rest; "
+            f"do if [ \"$key\" = Uid: ]; then {uid_test} && echo \"$p\"; break; fi; done 2>/dev/null "
+            "< \"$d/status\"; done 2>/dev/null; true")
+
+
+_LIST_AGENT = list_pids(f'[ "$uid" = {CODE_USER[0]} ]')
+"""The pids of the agent's uid."""
 
 
 @dataclass(frozen=True)
